@@ -1,0 +1,215 @@
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+use std::rc::Rc;
+
+use super::*;
+use crate::test_util::{Align64, Align4096, Big, MIRI, Tracked, expect_panic};
+use crate::vm::FaultyPages;
+
+fn push<T>(column: &mut Column, value: T) {
+    let value = MaybeUninit::new(value);
+    // SAFETY: the column holds `T`s; the value is moved in and `MaybeUninit` never drops it.
+    unsafe { column.try_push(value.as_ptr().cast()).unwrap() };
+}
+
+fn take<T>(column: &mut Column, row: usize) -> T {
+    let mut out = MaybeUninit::<T>::uninit();
+    assert!(row < column.len());
+    // SAFETY: `row < len`; `out` is a disjoint local for one `T`, which we now own.
+    unsafe {
+        column.swap_remove_unchecked(row, out.as_mut_ptr().cast());
+        out.assume_init()
+    }
+}
+
+fn values<T: Copy>(column: &Column) -> Vec<T> {
+    // SAFETY: the tests only read columns of the type they pushed.
+    unsafe { column.as_slice::<T>().to_vec() }
+}
+
+#[test]
+fn push_read_swap_remove() {
+    let mut c = Column::of::<u32>();
+    for i in 0..100u32 {
+        push(&mut c, i);
+    }
+    assert_eq!(c.len(), 100);
+    assert_eq!(take::<u32>(&mut c, 10), 10);
+    assert_eq!(values::<u32>(&c)[10], 99);
+    // SAFETY: row 0 < len.
+    unsafe { c.swap_remove_and_drop_unchecked(0) };
+    assert_eq!(values::<u32>(&c)[0], 98);
+    assert_eq!(c.len(), 98);
+    // SAFETY: the column holds u32s.
+    let read = unsafe { *c.get(1).unwrap().cast::<u32>().as_ptr() };
+    assert_eq!(read, 1);
+    assert!(c.get(98).is_none());
+}
+
+#[test]
+fn small_columns_live_on_the_heap_then_move_once() {
+    let mut c = Column::of::<u64>();
+    push(&mut c, 0u64);
+    assert!(!c.is_reserved());
+    let (reserved, committed, used) = c.memory();
+    assert_eq!(used, 8);
+    assert!(committed < 4096 && reserved == committed);
+    let small_items = crate::SMALL_COLUMN_BYTES / 8;
+    for i in 1..small_items as u64 {
+        push(&mut c, i);
+    }
+    assert!(!c.is_reserved());
+    push(&mut c, small_items as u64);
+    assert!(c.is_reserved());
+    let moved_to = c.as_ptr();
+    let n = if MIRI { small_items * 2 } else { 500_000 };
+    for i in small_items + 1..n {
+        push(&mut c, i as u64);
+    }
+    assert_eq!(c.as_ptr(), moved_to, "a reserved column never moves");
+    assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
+}
+
+#[test]
+fn moving_rows_between_columns_moves_each_value_once() {
+    let drops = Rc::new(Cell::new(0));
+    let mut a = Column::of::<Tracked>();
+    let mut b = Column::of::<Tracked>();
+    for i in 0..10 {
+        push(&mut a, Tracked::new(i, &drops));
+    }
+    // SAFETY: rows are in bounds and both columns hold `Tracked`.
+    unsafe {
+        a.swap_remove_into(2, &mut b).unwrap();
+        a.swap_remove_into(0, &mut b).unwrap();
+    }
+    assert_eq!(drops.get(), 0);
+    assert_eq!((a.len(), b.len()), (8, 2));
+    // SAFETY: both hold `Tracked`.
+    let moved: Vec<u64> = unsafe { b.as_slice::<Tracked>() }.iter().map(|t| t.value).collect();
+    assert_eq!(moved, [2, 0]);
+    drop(a);
+    assert_eq!(drops.get(), 8);
+    drop(b);
+    assert_eq!(drops.get(), 10);
+}
+
+#[test]
+fn replace_drops_the_old_value() {
+    let drops = Rc::new(Cell::new(0));
+    let mut c = Column::of::<Tracked>();
+    push(&mut c, Tracked::new(1, &drops));
+    let new = MaybeUninit::new(Tracked::new(2, &drops));
+    // SAFETY: row 0 < len; the new value is moved in.
+    unsafe { c.replace_unchecked(0, new.as_ptr().cast()) };
+    assert_eq!(drops.get(), 1);
+    // SAFETY: the column holds `Tracked`.
+    assert_eq!(unsafe { c.as_slice::<Tracked>() }[0].value, 2);
+}
+
+#[test]
+fn panicking_drops_keep_the_column_consistent() {
+    let drops = Rc::new(Cell::new(0));
+    let mut c = Column::of::<Tracked>();
+    for i in 0..6 {
+        let t =
+            if i == 1 || i == 4 { Tracked::panicking(i, &drops) } else { Tracked::new(i, &drops) };
+        push(&mut c, t);
+    }
+    // SAFETY: row 1 < len.
+    expect_panic(|| unsafe { c.swap_remove_and_drop_unchecked(1) });
+    assert_eq!(c.len(), 5);
+    assert_eq!(drops.get(), 1);
+    // SAFETY: the column holds `Tracked`.
+    let order: Vec<u64> = unsafe { c.as_slice::<Tracked>() }.iter().map(|t| t.value).collect();
+    assert_eq!(order, [0, 5, 2, 3, 4]);
+    expect_panic(|| c.clear());
+    assert_eq!(drops.get(), 6, "every value dropped exactly once");
+    assert!(c.is_empty());
+
+    let replaced = Rc::new(Cell::new(0));
+    push(&mut c, Tracked::panicking(9, &replaced));
+    let new = MaybeUninit::new(Tracked::new(10, &replaced));
+    // SAFETY: row 0 < len; the new value is moved in even though the old drop panics.
+    expect_panic(|| unsafe { c.replace_unchecked(0, new.as_ptr().cast()) });
+    // SAFETY: the column holds `Tracked`.
+    assert_eq!(unsafe { c.as_slice::<Tracked>() }[0].value, 10);
+    drop(c);
+    assert_eq!(replaced.get(), 2);
+}
+
+#[test]
+fn zst_over_aligned_and_big_items() {
+    let mut z = Column::of::<()>();
+    for _ in 0..1000 {
+        push(&mut z, ());
+    }
+    assert_eq!(z.len(), 1000);
+    assert_eq!(z.memory().1, 0);
+    take::<()>(&mut z, 5);
+    assert_eq!(z.len(), 999);
+
+    let mut a = Column::of::<Align64>();
+    let n = if MIRI { 300 } else { 1000 };
+    for i in 0..n {
+        push(&mut a, Align64(i));
+    }
+    assert!(a.is_reserved());
+    assert_eq!(a.as_ptr().as_ptr() as usize % 64, 0);
+    assert!(values::<Align64>(&a).iter().enumerate().all(|(i, v)| v.0 == i as u64));
+
+    let mut p = Column::of::<Align4096>();
+    for i in 0..8 {
+        push(&mut p, Align4096(i));
+    }
+    assert!(p.is_reserved(), "past 4 pages it moved into a page-aligned reservation");
+    assert!((0..8).all(|r| (p.get(r).unwrap().as_ptr() as usize).is_multiple_of(4096)));
+    assert_eq!(values::<Align4096>(&p)[7], Align4096(7));
+
+    let mut big = Column::of::<Big>();
+    for i in 0..10 {
+        push(&mut big, Big([i; 700]));
+    }
+    assert_eq!(take::<Big>(&mut big, 0).0[0], 0);
+    assert_eq!(values::<Big>(&big)[0].0[699], 9);
+}
+
+#[test]
+fn commit_failure_leaves_the_column_unchanged() {
+    let source = FaultyPages::failing_commit(0);
+    let mut c =
+        Column::with_source(std::alloc::Layout::new::<u64>(), None, 1 << 20, source.clone());
+    let heap_items = crate::SMALL_COLUMN_BYTES / 8;
+    for i in 0..heap_items as u64 {
+        push(&mut c, i);
+    }
+    source.fail_commit_after(1);
+    let value = 7u64;
+    // SAFETY: the column holds u64s; on error the value stays ours.
+    let err = unsafe { c.try_push((&value as *const u64).cast()) }.unwrap_err();
+    assert!(matches!(err, StorageError::Commit { .. }), "{err}");
+    assert!(!c.is_reserved());
+    assert_eq!(c.len(), heap_items);
+    assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
+    push(&mut c, 7u64);
+    assert!(c.is_reserved());
+    assert_eq!(values::<u64>(&c)[heap_items], 7);
+}
+
+#[test]
+fn capacity_exhaustion_is_an_error() {
+    let mut c = Column::with_source(
+        std::alloc::Layout::new::<u64>(),
+        None,
+        64 << 10,
+        crate::vm::default_source(),
+    );
+    for i in 0..8192u64 {
+        push(&mut c, i);
+    }
+    let value = 1u64;
+    // SAFETY: the column holds u64s.
+    let err = unsafe { c.try_push((&value as *const u64).cast()) }.unwrap_err();
+    assert!(matches!(err, StorageError::CapacityExceeded { capacity: 8192, .. }), "{err}");
+    assert_eq!(c.len(), 8192);
+}

@@ -1,0 +1,83 @@
+//! The storage layer's error type: every OS failure and every exhausted reservation is one of
+//! these, never a silent abort.
+
+use std::fmt;
+use std::io;
+
+/// What went wrong in the storage layer.
+#[derive(Debug)]
+pub enum StorageError {
+    /// The OS refused to reserve `bytes` of address space.
+    Reserve {
+        /// The size of the refused reservation.
+        bytes: usize,
+        /// The OS's own error.
+        source: io::Error,
+    },
+    /// The OS refused to commit `bytes` at `offset` inside a reservation.
+    Commit {
+        /// Offset of the range inside its reservation.
+        offset: usize,
+        /// Size of the refused range.
+        bytes: usize,
+        /// The OS's own error.
+        source: io::Error,
+    },
+    /// The OS refused to decommit a range (the pages stay committed; nothing is lost).
+    Decommit {
+        /// Offset of the range inside its reservation.
+        offset: usize,
+        /// Size of the range.
+        bytes: usize,
+        /// The OS's own error.
+        source: io::Error,
+    },
+    /// A container is full: its reservation has room for `capacity` items and `requested` were
+    /// asked for.
+    CapacityExceeded {
+        /// The most items the reservation can hold.
+        capacity: usize,
+        /// The item count that was asked for.
+        requested: usize,
+    },
+    /// An item's alignment is larger than a page, which a reservation cannot guarantee.
+    Alignment {
+        /// The item's alignment.
+        align: usize,
+        /// The page size.
+        page_size: usize,
+    },
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Reserve { bytes, source } => {
+                write!(f, "could not reserve {bytes} bytes of address space: {source}")
+            }
+            Self::Commit { offset, bytes, source } => {
+                write!(f, "could not commit {bytes} bytes at offset {offset}: {source}")
+            }
+            Self::Decommit { offset, bytes, source } => {
+                write!(f, "could not decommit {bytes} bytes at offset {offset}: {source}")
+            }
+            Self::CapacityExceeded { capacity, requested } => {
+                write!(f, "reservation exhausted: room for {capacity} items, {requested} requested")
+            }
+            Self::Alignment { align, page_size } => {
+                write!(f, "alignment {align} is larger than the page size {page_size}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Reserve { source, .. }
+            | Self::Commit { source, .. }
+            | Self::Decommit { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The non-generic core under [`VirtualVec`](crate::VirtualVec) and [`Column`](crate::Column):
+//! a buffer of items of one `Layout` that grows without ever moving once it lives in a
+//! reservation.
+//!
+//! `RawBuf` only manages capacity; its owner tracks the length and drops items.
+//!
+//! # Growth policy
+//! - Up to `small_limit` bytes the items live in an ordinary heap block that doubles (so a
+//!   near-empty table column costs a few bytes, not a page and an OS mapping). `VirtualVec` sets the
+//!   limit to 0; columns use [`SMALL_COLUMN_BYTES`].
+//! - Past it the items move **once** into a reservation of `max_bytes` of address space; from then on
+//!   growth commits pages in place and nothing moves again.
+//! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`]; so a
+//!   buffer's committed bytes exceed what it needs by less than one step (≤ 1 MiB), and growing
+//!   to 400 MB takes about 400 `mprotect` calls.
+//!
+//! # Safety model
+//! `ptr` is valid for reads and writes of `cap` items: either a heap block of `cap * size` bytes,
+//! or the committed prefix of the reservation. For zero-sized items and before the first growth,
+//! `ptr` is dangling but aligned.
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::error::StorageError;
+use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, Reservation, default_source};
+
+/// Columns up to this many bytes live on the heap; past it they move once into a reservation.
+///
+/// 16 KiB is four pages: below it a reservation would waste most of its first page and cost two
+/// OS mappings per column (Linux allows 65,530 in all); above it one 16 KiB copy is paid once,
+/// in a few microseconds, and never again.
+pub const SMALL_COLUMN_BYTES: usize = 16 << 10;
+
+/// The largest single commit step; it bounds the committed-but-unused bytes of a buffer.
+///
+/// Chosen by the `commit_step` benchmark: steps from 64 KiB to 4 MiB push 10M 40-byte items in
+/// the same time within noise (page faults dominate), so the smallest step that keeps the
+/// waste under the 1 MB bar wins.
+pub const COMMIT_STEP_MAX: usize = 1 << 20;
+
+pub(crate) struct RawBuf {
+    /// Start of the items; valid for `cap` items (see the module's safety model).
+    ptr: NonNull<u8>,
+    /// How many items fit in the memory behind `ptr`.
+    cap: usize,
+    /// Layout of one item; its size is a multiple of its alignment.
+    item: Layout,
+    backing: Backing,
+    /// Heap blocks grow up to this many bytes before moving into a reservation.
+    small_limit: usize,
+    /// The size of the reservation made on the move.
+    max_bytes: usize,
+    /// The largest commit step, normally [`COMMIT_STEP_MAX`].
+    step_max: usize,
+    source: Arc<dyn PageSource>,
+}
+
+enum Backing {
+    /// No memory: nothing allocated yet, or zero-sized items.
+    None,
+    /// A heap block of `cap * item.size()` bytes, allocated with the item's alignment.
+    Heap,
+    /// A reservation whose committed prefix holds the items.
+    Reserved(Reservation),
+}
+
+impl RawBuf {
+    pub(crate) fn new(
+        item: Layout,
+        small_limit: usize,
+        max_bytes: usize,
+        source: Arc<dyn PageSource>,
+    ) -> Self {
+        let item = item.pad_to_align();
+        let cap = if item.size() == 0 { usize::MAX } else { 0 };
+        Self {
+            ptr: dangling(item.align()),
+            cap,
+            item,
+            backing: Backing::None,
+            small_limit,
+            max_bytes,
+            step_max: COMMIT_STEP_MAX,
+            source,
+        }
+    }
+
+    pub(crate) fn with_defaults(item: Layout, small_limit: usize) -> Self {
+        Self::new(item, small_limit, DEFAULT_RESERVE_BYTES, default_source())
+    }
+
+    /// Sets the largest commit step (rounded up to a page when used).
+    pub(crate) fn set_step_max(&mut self, step_max: usize) {
+        self.step_max = step_max;
+    }
+
+    #[inline]
+    pub(crate) fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    #[inline]
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    #[inline]
+    pub(crate) fn item(&self) -> Layout {
+        self.item
+    }
+
+    /// The most items this buffer can ever hold.
+    pub(crate) fn max_capacity(&self) -> usize {
+        match self.item.size() {
+            0 => usize::MAX,
+            size => self.max_bytes / size,
+        }
+    }
+
+    /// Whether the items live in a reservation (and so never move again).
+    pub(crate) fn is_reserved(&self) -> bool {
+        matches!(self.backing, Backing::Reserved(_))
+    }
+
+    /// `(reserved, committed)` bytes.
+    pub(crate) fn bytes(&self) -> (usize, usize) {
+        match &self.backing {
+            Backing::None => (0, 0),
+            Backing::Heap => (self.cap * self.item.size(), self.cap * self.item.size()),
+            Backing::Reserved(r) => (r.reserved_bytes(), r.committed_bytes()),
+        }
+    }
+
+    /// Makes room for `len + additional` items; on error nothing changes.
+    #[inline]
+    pub(crate) fn reserve(&mut self, len: usize, additional: usize) -> Result<(), StorageError> {
+        if additional <= self.cap.wrapping_sub(len) {
+            return Ok(());
+        }
+        self.grow(len, additional)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, len: usize, additional: usize) -> Result<(), StorageError> {
+        let size = self.item.size();
+        let exceeded = || StorageError::CapacityExceeded {
+            capacity: self.max_capacity(),
+            requested: len.saturating_add(additional),
+        };
+        let needed = len.checked_add(additional).ok_or_else(exceeded)?;
+        let needed_bytes = needed.checked_mul(size).ok_or_else(exceeded)?;
+        if needed_bytes > self.max_bytes {
+            return Err(exceeded());
+        }
+        match &mut self.backing {
+            Backing::Reserved(reservation) => {
+                let committed = reservation.committed_bytes();
+                let step = committed
+                    .clamp(reservation.page_size(), self.step_max.max(reservation.page_size()));
+                let target = committed.saturating_add(step).max(needed_bytes).min(self.max_bytes);
+                reservation.commit_to(target)?;
+                self.cap = reservation.committed_bytes().min(self.max_bytes) / size;
+                Ok(())
+            }
+            _ if needed_bytes <= self.small_limit => self.grow_heap(needed_bytes),
+            _ => self.move_to_reservation(len, needed_bytes),
+        }
+    }
+
+    fn grow_heap(&mut self, needed_bytes: usize) -> Result<(), StorageError> {
+        let size = self.item.size();
+        let old_bytes = self.cap * size;
+        let new_bytes = needed_bytes.max(old_bytes * 2).max(64).min(self.small_limit);
+        let new_bytes = new_bytes.max(needed_bytes) / size * size;
+        let new_layout = Layout::from_size_align(new_bytes, self.item.align())
+            .expect("heap column size is at most the small limit");
+        let ptr = match self.backing {
+            // SAFETY:
+            // - `new_layout` has a non-zero size (`needed_bytes > 0` as `size > 0`).
+            Backing::None => unsafe { alloc::alloc(new_layout) },
+            Backing::Heap => {
+                let old = Layout::from_size_align(old_bytes, self.item.align())
+                    .expect("it was valid when allocated");
+                // SAFETY:
+                // - `ptr` was allocated by the global allocator with `old`.
+                // - `new_bytes` is non-zero and does not overflow when rounded to `align`.
+                unsafe { alloc::realloc(self.ptr.as_ptr(), old, new_bytes) }
+            }
+            Backing::Reserved(_) => unreachable!("reserved buffers grow in place"),
+        };
+        let ptr = NonNull::new(ptr).ok_or_else(|| StorageError::Commit {
+            offset: 0,
+            bytes: new_bytes,
+            source: std::io::ErrorKind::OutOfMemory.into(),
+        })?;
+        self.ptr = ptr;
+        self.cap = new_bytes / size;
+        self.backing = Backing::Heap;
+        Ok(())
+    }
+
+    fn move_to_reservation(&mut self, len: usize, needed_bytes: usize) -> Result<(), StorageError> {
+        let page_size = self.source.page_size();
+        if self.item.align() > page_size {
+            return Err(StorageError::Alignment { align: self.item.align(), page_size });
+        }
+        let mut reservation = Reservation::new(Arc::clone(&self.source), self.max_bytes)?;
+        reservation.commit_to(needed_bytes.max(page_size).min(reservation.reserved_bytes()))?;
+        let new = reservation.as_ptr();
+        if let Backing::Heap = self.backing {
+            // SAFETY:
+            // - the heap block holds `len <= cap` initialised items, `len * size` bytes.
+            // - the reservation has at least `needed_bytes >= len * size` committed bytes.
+            // - the two are different allocations, so they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.ptr.as_ptr(),
+                    new.as_ptr(),
+                    len * self.item.size(),
+                );
+            }
+            self.free_heap();
+        }
+        self.cap = reservation.committed_bytes().min(self.max_bytes) / self.item.size();
+        self.ptr = new;
+        self.backing = Backing::Reserved(reservation);
+        Ok(())
+    }
+
+    /// Decommits whole pages past `len` items (reserved buffers only).
+    pub(crate) fn shrink_to(&mut self, len: usize) -> Result<(), StorageError> {
+        if let Backing::Reserved(reservation) = &mut self.backing {
+            reservation.decommit_to(len * self.item.size())?;
+            self.cap = reservation.committed_bytes() / self.item.size();
+        }
+        Ok(())
+    }
+
+    fn free_heap(&mut self) {
+        if let Backing::Heap = self.backing {
+            let layout = Layout::from_size_align(self.cap * self.item.size(), self.item.align())
+                .expect("it was valid when allocated");
+            // SAFETY:
+            // - `ptr` was allocated by the global allocator with `layout` and is not used again.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+            self.backing = Backing::None;
+            self.ptr = dangling(self.item.align());
+            self.cap = 0;
+        }
+    }
+}
+
+impl Drop for RawBuf {
+    fn drop(&mut self) {
+        self.free_heap();
+        // A reservation releases itself.
+    }
+}
+
+fn dangling(align: usize) -> NonNull<u8> {
+    NonNull::<u8>::dangling().with_addr(std::num::NonZeroUsize::new(align).expect("align >= 1"))
+}

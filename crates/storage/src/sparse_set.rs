@@ -1,0 +1,334 @@
+//! Sparse sets (seed 002): entity index → dense position through a paged sparse array, dense
+//! entities beside dense data, swap-remove.
+//!
+//! The sparse array is split into pages of [`PAGE_LEN`] entries allocated on first use, so a set
+//! holding a few entities with large indices costs a page or two, not an array as long as the
+//! largest index. The dense data is a [`Column`], so [`ComponentSparseSet`] is type-erased and
+//! [`SparseSet<T>`] is a thin typed wrapper over it.
+//!
+//! An entity whose index is present with another generation is not "in" the set (lookups compare
+//! the whole entity); inserting it replaces the stale entry, dropping its value.
+//!
+//! # Safety model
+//! `entities.len() == data.len()`; for each dense position `i`, `sparse[entities[i].index()] == i`,
+//! and every other sparse entry is `EMPTY`.
+
+use std::alloc::Layout;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+
+use crate::column::{Column, DropFn};
+use crate::entity::Entity;
+use crate::error::StorageError;
+
+/// Entries per sparse page: 1,024 `u32`s, one 4 KiB page.
+pub const PAGE_LEN: usize = 1024;
+const EMPTY: u32 = u32::MAX;
+
+/// The paged sparse array: index → dense position.
+#[derive(Default)]
+struct SparseArray {
+    pages: Vec<Option<Box<[u32; PAGE_LEN]>>>,
+}
+
+impl SparseArray {
+    #[inline]
+    fn get(&self, index: u32) -> Option<u32> {
+        let index = index as usize;
+        let page = self.pages.get(index / PAGE_LEN)?.as_ref()?;
+        let dense = page[index % PAGE_LEN];
+        (dense != EMPTY).then_some(dense)
+    }
+
+    #[inline]
+    fn set(&mut self, index: u32, dense: u32) {
+        let index = index as usize;
+        let page_index = index / PAGE_LEN;
+        if page_index >= self.pages.len() {
+            self.pages.resize_with(page_index + 1, || None);
+        }
+        let page = self.pages[page_index].get_or_insert_with(|| Box::new([EMPTY; PAGE_LEN]));
+        page[index % PAGE_LEN] = dense;
+    }
+
+    /// Pages allocated so far.
+    fn page_count(&self) -> usize {
+        self.pages.iter().filter(|p| p.is_some()).count()
+    }
+}
+
+/// A type-erased sparse set: one component type's values for the entities that have it.
+pub struct ComponentSparseSet {
+    sparse: SparseArray,
+    entities: Vec<Entity>,
+    data: Column,
+}
+
+impl ComponentSparseSet {
+    /// An empty set of items with `layout`, dropped with `drop`.
+    pub fn new(layout: Layout, drop: Option<DropFn>) -> Self {
+        Self {
+            sparse: SparseArray::default(),
+            entities: Vec::new(),
+            data: Column::new(layout, drop),
+        }
+    }
+
+    /// An empty set for values of type `T`.
+    pub fn of<T>() -> Self {
+        Self::new(Layout::new::<T>(), crate::column::drop_fn_of::<T>())
+    }
+
+    /// The number of entities in the set.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether the set is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// The dense position of `entity`, if it is in the set.
+    #[inline]
+    pub fn dense_index(&self, entity: Entity) -> Option<usize> {
+        let dense = self.sparse.get(entity.index())? as usize;
+        (self.entities.get(dense) == Some(&entity)).then_some(dense)
+    }
+
+    /// Whether `entity` is in the set.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.dense_index(entity).is_some()
+    }
+
+    /// A pointer to `entity`'s value.
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Option<NonNull<u8>> {
+        self.data.get(self.dense_index(entity)?)
+    }
+
+    /// The entities in dense order.
+    #[inline]
+    pub fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
+
+    /// The values in dense order.
+    #[inline]
+    pub fn column(&self) -> &Column {
+        &self.data
+    }
+
+    /// Sparse pages allocated so far (each [`PAGE_LEN`] entries).
+    pub fn sparse_pages(&self) -> usize {
+        self.sparse.page_count()
+    }
+
+    /// Moves the value at `src` in as `entity`'s value, dropping a value it replaces (also one
+    /// held by a stale entity with the same index). On error nothing changes and the value
+    /// still belongs to the caller.
+    ///
+    /// # Safety
+    /// - `src` points to a valid value of the set's type; on `Ok` the caller treats it as moved.
+    pub unsafe fn insert(&mut self, entity: Entity, src: *const u8) -> Result<(), StorageError> {
+        if let Some(dense) = self.sparse.get(entity.index()) {
+            let dense = dense as usize;
+            // The index is present (maybe with an older generation): replace in place.
+            self.entities[dense] = entity;
+            // SAFETY:
+            // - `dense < len` by the set's invariant; `src` is a valid value (caller).
+            unsafe { self.data.replace_unchecked(dense, src) };
+            return Ok(());
+        }
+        let dense = u32::try_from(self.entities.len()).ok().filter(|&d| d != EMPTY).ok_or(
+            StorageError::CapacityExceeded {
+                capacity: EMPTY as usize,
+                requested: self.entities.len() + 1,
+            },
+        )?;
+        self.entities.try_reserve(1).map_err(|_| StorageError::CapacityExceeded {
+            capacity: self.entities.len(),
+            requested: self.entities.len() + 1,
+        })?;
+        // SAFETY:
+        // - `src` is a valid value of the set's type (caller); on error nothing changed.
+        unsafe { self.data.try_push(src)? };
+        self.entities.push(entity);
+        self.sparse.set(entity.index(), dense);
+        Ok(())
+    }
+
+    /// Removes `entity`, dropping its value; `false` if it was not in the set.
+    pub fn remove_and_drop(&mut self, entity: Entity) -> bool {
+        let Some(dense) = self.unlink(entity) else { return false };
+        // SAFETY: `dense < data.len()`, as `unlink` checked it against `entities`.
+        unsafe { self.data.swap_remove_and_drop_unchecked(dense) };
+        true
+    }
+
+    /// Removes `entity`, moving its value to `dst`; `false` (and nothing written) if it was not
+    /// in the set.
+    ///
+    /// # Safety
+    /// - `dst` is valid for writes of one item and does not overlap the set; the caller owns
+    ///   what is written there.
+    pub unsafe fn remove_into(&mut self, entity: Entity, dst: *mut u8) -> bool {
+        let Some(dense) = self.unlink(entity) else { return false };
+        // SAFETY:
+        // - `dense < data.len()`, as `unlink` checked it against `entities`.
+        // - `dst` is writable and disjoint (caller).
+        unsafe { self.data.swap_remove_unchecked(dense, dst) };
+        true
+    }
+
+    /// Swap-removes `entity` from the entity list and the sparse array (not the data).
+    fn unlink(&mut self, entity: Entity) -> Option<usize> {
+        let dense = self.dense_index(entity)?;
+        self.entities.swap_remove(dense);
+        if let Some(&moved) = self.entities.get(dense) {
+            self.sparse.set(moved.index(), dense as u32);
+        }
+        self.sparse.set(entity.index(), EMPTY);
+        Some(dense)
+    }
+
+    /// Removes every entity, dropping every value once; keeps the sparse pages.
+    pub fn clear(&mut self) {
+        for entity in self.entities.drain(..) {
+            self.sparse.set(entity.index(), EMPTY);
+        }
+        self.data.clear();
+    }
+}
+
+/// A typed sparse set of `T`s keyed by [`Entity`].
+pub struct SparseSet<T> {
+    inner: ComponentSparseSet,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: the set owns its `T`s.
+unsafe impl<T: Send> Send for SparseSet<T> {}
+// SAFETY: `&SparseSet<T>` hands out only `&T`.
+unsafe impl<T: Sync> Sync for SparseSet<T> {}
+
+impl<T> SparseSet<T> {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self { inner: ComponentSparseSet::of::<T>(), _marker: PhantomData }
+    }
+
+    /// The number of entities in the set.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether the set is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Whether `entity` is in the set.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.inner.contains(entity)
+    }
+
+    /// Inserts `value` for `entity`, returning the value it replaces (`None` also when it
+    /// replaces a stale entity's value, which is dropped).
+    ///
+    /// # Panics
+    /// When the OS refuses memory or the set is full; [`Self::try_insert`] returns the error.
+    pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
+        self.try_insert(entity, value).unwrap_or_else(|(_, e)| panic!("SparseSet::insert: {e}"))
+    }
+
+    /// Inserts `value` for `entity`, or gives it back with the reason it did not fit.
+    pub fn try_insert(&mut self, entity: Entity, value: T) -> Result<Option<T>, (T, StorageError)> {
+        let old = self.remove(entity);
+        let value = MaybeUninit::new(value);
+        // SAFETY:
+        // - `value` is a valid `T`, the set's type; on `Ok` it was moved in and is not used again
+        //   (`MaybeUninit` does not drop it).
+        match unsafe { self.inner.insert(entity, value.as_ptr().cast()) } {
+            Ok(()) => Ok(old),
+            // SAFETY: on error the value was not moved in and is still ours.
+            Err(e) => Err((unsafe { value.assume_init() }, e)),
+        }
+    }
+
+    /// `entity`'s value.
+    #[inline]
+    pub fn get(&self, entity: Entity) -> Option<&T> {
+        // SAFETY: the set holds `T`s; the pointer is to a live value borrowed through `&self`.
+        self.inner.get(entity).map(|p| unsafe { p.cast::<T>().as_ref() })
+    }
+
+    /// `entity`'s value, mutably.
+    #[inline]
+    pub fn get_mut(&mut self, entity: Entity) -> Option<&mut T> {
+        // SAFETY: as in `get`, with `&mut self` making the borrow unique.
+        self.inner.get(entity).map(|p| unsafe { p.cast::<T>().as_mut() })
+    }
+
+    /// Removes `entity`'s value and returns it.
+    pub fn remove(&mut self, entity: Entity) -> Option<T> {
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY:
+        // - `out` is writable for one `T` and is a local, disjoint from the set.
+        // - when `remove_into` returns true it wrote a live `T` there, which we now own.
+        unsafe {
+            self.inner.remove_into(entity, out.as_mut_ptr().cast()).then(|| out.assume_init())
+        }
+    }
+
+    /// The entities, in dense order.
+    #[inline]
+    pub fn entities(&self) -> &[Entity] {
+        self.inner.entities()
+    }
+
+    /// The values, in dense order (parallel to [`Self::entities`]).
+    #[inline]
+    pub fn values(&self) -> &[T] {
+        // SAFETY: the column holds `T`s.
+        unsafe { self.inner.column().as_slice() }
+    }
+
+    /// The values, mutably, in dense order.
+    #[inline]
+    pub fn values_mut(&mut self) -> &mut [T] {
+        // SAFETY: the column holds `T`s; `&mut self` makes the borrow unique.
+        unsafe { self.inner.data.as_mut_slice() }
+    }
+
+    /// `(entity, &value)` pairs in dense order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (Entity, &T)> + '_ {
+        self.entities().iter().copied().zip(self.values())
+    }
+
+    /// Removes every entry, dropping each value once.
+    pub fn clear(&mut self) {
+        self.inner.clear();
+    }
+
+    /// The type-erased set underneath.
+    pub fn as_erased(&self) -> &ComponentSparseSet {
+        &self.inner
+    }
+}
+
+impl<T> Default for SparseSet<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests;

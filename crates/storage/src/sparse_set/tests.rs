@@ -1,0 +1,133 @@
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::test_util::{Align64, MIRI, Tracked};
+
+fn e(index: u32, generation: u32) -> Entity {
+    Entity::from_bits(((generation as u64) << 32) | index as u64).unwrap()
+}
+
+#[test]
+fn insert_get_remove_swap_removes() {
+    let mut s = SparseSet::new();
+    assert_eq!(s.insert(e(5, 1), "five"), None);
+    assert_eq!(s.insert(e(70_000, 1), "far"), None);
+    assert_eq!(s.insert(e(2, 1), "two"), None);
+    assert_eq!(s.insert(e(5, 1), "FIVE"), Some("five"));
+    assert_eq!(s.len(), 3);
+    assert_eq!(s.get(e(5, 1)), Some(&"FIVE"));
+    assert_eq!(s.remove(e(5, 1)), Some("FIVE"));
+    assert_eq!(s.entities(), &[e(2, 1), e(70_000, 1)]);
+    assert_eq!(s.values(), &["two", "far"]);
+    assert_eq!(s.get(e(70_000, 1)), Some(&"far"));
+    *s.get_mut(e(2, 1)).unwrap() = "deux";
+    assert_eq!(s.iter().collect::<Vec<_>>(), [(e(2, 1), &"deux"), (e(70_000, 1), &"far")]);
+}
+
+#[test]
+fn sparse_pages_are_allocated_on_demand() {
+    let mut s = SparseSet::new();
+    s.insert(e(3_000_000, 1), 1u8);
+    assert_eq!(s.as_erased().sparse_pages(), 1);
+    s.insert(e(3_000_001, 1), 2u8);
+    assert_eq!(s.as_erased().sparse_pages(), 1);
+    s.insert(e(0, 1), 3u8);
+    assert_eq!(s.as_erased().sparse_pages(), 2);
+}
+
+#[test]
+fn stale_entities_are_not_found_and_get_replaced() {
+    let drops = Rc::new(Cell::new(0));
+    let mut s = SparseSet::new();
+    s.insert(e(1, 1), Tracked::new(1, &drops));
+    assert!(s.get(e(1, 2)).is_none());
+    assert!(s.remove(e(1, 2)).is_none());
+    assert!(!s.contains(e(1, 2)));
+    // A newer generation at the same index replaces the stale value, dropping it.
+    assert!(s.insert(e(1, 2), Tracked::new(2, &drops)).is_none());
+    assert_eq!(drops.get(), 1);
+    assert!(!s.contains(e(1, 1)));
+    assert_eq!(s.get(e(1, 2)).unwrap().value, 2);
+    assert_eq!(s.len(), 1);
+}
+
+#[test]
+fn drops_each_value_once() {
+    let drops = Rc::new(Cell::new(0));
+    let mut s = SparseSet::new();
+    for i in 0..50 {
+        s.insert(e(i, 1), Tracked::new(i as u64, &drops));
+    }
+    let erased_removed = {
+        let mut erased = ComponentSparseSet::of::<Tracked>();
+        for i in 0..10 {
+            let t = std::mem::ManuallyDrop::new(Tracked::new(i, &drops));
+            // SAFETY: the set holds `Tracked`; `ManuallyDrop` hands ownership over.
+            unsafe { erased.insert(e(i as u32, 1), (&*t as *const Tracked).cast()).unwrap() };
+        }
+        assert!(erased.remove_and_drop(e(3, 1)));
+        assert!(!erased.remove_and_drop(e(3, 1)));
+        1
+    };
+    assert_eq!(drops.get(), 10, "erased set dropped its 9 + 1 removed");
+    drop(s.remove(e(7, 1)));
+    s.clear();
+    assert_eq!(drops.get(), 10 + 50);
+    assert_eq!(erased_removed, 1);
+    s.insert(e(1, 1), Tracked::new(1, &drops));
+    drop(s);
+    assert_eq!(drops.get(), 61);
+}
+
+#[test]
+fn zst_and_over_aligned_values() {
+    let mut z = SparseSet::new();
+    z.insert(e(4, 1), ());
+    z.insert(e(9, 1), ());
+    assert_eq!(z.remove(e(4, 1)), Some(()));
+    assert!(z.contains(e(9, 1)));
+    let mut a = SparseSet::new();
+    for i in 0..100 {
+        a.insert(e(i * 13, 1), Align64(i as u64));
+    }
+    assert!(a.iter().all(|(ent, v)| v.0 * 13 == ent.index() as u64));
+    assert!(a.values().iter().all(|v| (v as *const Align64 as usize).is_multiple_of(64)));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if MIRI { 4 } else { 256 }))]
+    #[test]
+    fn behaves_like_a_hashmap(ops in proptest::collection::vec((0u8..3, 0u32..300, 1u32..4, any::<i32>()), 0..if MIRI { 60 } else { 2000 })) {
+        // The model keeps at most one generation per index, as the set does.
+        let mut model: HashMap<u32, (Entity, i32)> = HashMap::new();
+        let mut set = SparseSet::new();
+        for (kind, index, generation, value) in ops {
+            let ent = e(index, generation);
+            match kind {
+                0 => {
+                    let old = model.insert(index, (ent, value)).filter(|(o, _)| *o == ent).map(|(_, v)| v);
+                    prop_assert_eq!(set.insert(ent, value), old);
+                }
+                1 => {
+                    let expected = match model.get(&index) {
+                        Some(&(o, v)) if o == ent => { model.remove(&index); Some(v) }
+                        _ => None,
+                    };
+                    prop_assert_eq!(set.remove(ent), expected);
+                }
+                _ => {
+                    let expected = model.get(&index).filter(|(o, _)| *o == ent).map(|(_, v)| v);
+                    prop_assert_eq!(set.get(ent), expected);
+                }
+            }
+            prop_assert_eq!(set.len(), model.len());
+        }
+        for (ent, v) in set.iter() {
+            prop_assert_eq!(model.get(&ent.index()), Some(&(ent, *v)));
+        }
+    }
+}
