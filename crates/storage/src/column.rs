@@ -24,6 +24,10 @@ use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 pub type DropFn = unsafe fn(*mut u8);
 
 /// A type-erased, growable, dense array of one component type.
+///
+/// `Column` is `Send` and `Sync` whatever it holds, so every `unsafe` method that moves a value
+/// in requires that value's type to be `Send + Sync` (the component registry above guarantees it
+/// with its `T: Send + Sync + 'static` bound).
 pub struct Column {
     buf: RawBuf,
     /// Items `[0, len)` are initialised.
@@ -32,8 +36,8 @@ pub struct Column {
     drop: Option<DropFn>,
 }
 
-// SAFETY: a `Column` is only built for `Send + Sync` component types by the layers above (the
-// registry requires `T: Send + Sync + 'static`), and it owns its items.
+// SAFETY: a `Column` owns its items, and every way to put an item in (`try_push`,
+// `push_unchecked`, `replace_unchecked`, `swap_remove_into`) requires its type to be `Send + Sync`.
 unsafe impl Send for Column {}
 // SAFETY: as above; `&Column` hands out only shared pointers.
 unsafe impl Sync for Column {}
@@ -106,6 +110,7 @@ impl Column {
     ///
     /// # Safety
     /// - `src` points to a valid value of the column's type, readable for its size.
+    /// - The column's type is `Send + Sync`.
     /// - On `Ok`, the caller treats the value at `src` as moved out (does not drop or use it).
     #[inline]
     pub unsafe fn try_push(&mut self, src: *const u8) -> Result<(), StorageError> {
@@ -122,7 +127,8 @@ impl Column {
     ///
     /// # Safety
     /// - `len < capacity()` (call [`Column::try_reserve`] first).
-    /// - `src` points to a valid value of the column's type, and the caller treats it as moved.
+    /// - `src` points to a valid value of the column's type, which is `Send + Sync`, and the
+    ///   caller treats it as moved.
     #[inline]
     pub unsafe fn push_unchecked(&mut self, src: *const u8) {
         debug_assert!(self.len < self.capacity());
@@ -149,7 +155,8 @@ impl Column {
     ///
     /// # Safety
     /// - `row < len`.
-    /// - `src` points to a valid value of the column's type, and the caller treats it as moved.
+    /// - `src` points to a valid value of the column's type, which is `Send + Sync`, and the
+    ///   caller treats it as moved.
     pub unsafe fn replace_unchecked(&mut self, row: usize, src: *const u8) {
         debug_assert!(row < self.len);
         let dst = self.row_ptr(row);

@@ -133,7 +133,8 @@ impl ComponentSparseSet {
     /// still belongs to the caller.
     ///
     /// # Safety
-    /// - `src` points to a valid value of the set's type; on `Ok` the caller treats it as moved.
+    /// - `src` points to a valid value of the set's type, which is `Send + Sync`; on `Ok` the
+    ///   caller treats it as moved.
     pub unsafe fn insert(&mut self, entity: Entity, src: *const u8) -> Result<(), StorageError> {
         if let Some(dense) = self.sparse.get(entity.index()) {
             let dense = dense as usize;
@@ -218,7 +219,10 @@ unsafe impl<T: Sync> Sync for SparseSet<T> {}
 
 impl<T> SparseSet<T> {
     /// An empty set.
-    pub fn new() -> Self {
+    pub fn new() -> Self
+    where
+        T: Send + Sync,
+    {
         Self { inner: ComponentSparseSet::of::<T>(), _marker: PhantomData }
     }
 
@@ -324,7 +328,7 @@ impl<T> SparseSet<T> {
     }
 }
 
-impl<T> Default for SparseSet<T> {
+impl<T: Send + Sync> Default for SparseSet<T> {
     fn default() -> Self {
         Self::new()
     }

@@ -1,29 +1,39 @@
 //! Values for tests: drop counting, drops that panic, over-aligned types.
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Counts its drops in a shared cell; panics on drop when `panic_on_drop` is set.
+/// A shared drop counter (`Send + Sync`, as components must be).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts its drops in a shared counter; panics on drop when `panic_on_drop` is set.
 #[derive(Debug)]
 pub(crate) struct Tracked {
     pub(crate) value: u64,
-    pub(crate) drops: Rc<Cell<usize>>,
+    pub(crate) drops: Counter,
     pub(crate) panic_on_drop: bool,
 }
 
 impl Tracked {
-    pub(crate) fn new(value: u64, drops: &Rc<Cell<usize>>) -> Self {
-        Self { value, drops: Rc::clone(drops), panic_on_drop: false }
+    pub(crate) fn new(value: u64, drops: &Counter) -> Self {
+        Self { value, drops: drops.clone(), panic_on_drop: false }
     }
 
-    pub(crate) fn panicking(value: u64, drops: &Rc<Cell<usize>>) -> Self {
-        Self { value, drops: Rc::clone(drops), panic_on_drop: true }
+    pub(crate) fn panicking(value: u64, drops: &Counter) -> Self {
+        Self { value, drops: drops.clone(), panic_on_drop: true }
     }
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        self.drops.set(self.drops.get() + 1);
+        self.drops.0.fetch_add(1, Ordering::SeqCst);
         if self.panic_on_drop && !std::thread::panicking() {
             panic!("Tracked({}) panics on drop", self.value);
         }

@@ -1,9 +1,7 @@
-use std::cell::Cell;
 use std::mem::MaybeUninit;
-use std::rc::Rc;
 
 use super::*;
-use crate::test_util::{Align64, Align4096, Big, MIRI, Tracked, expect_panic};
+use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
 use crate::vm::FaultyPages;
 
 fn push<T>(column: &mut Column, value: T) {
@@ -72,7 +70,7 @@ fn small_columns_live_on_the_heap_then_move_once() {
 
 #[test]
 fn moving_rows_between_columns_moves_each_value_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut a = Column::of::<Tracked>();
     let mut b = Column::of::<Tracked>();
     for i in 0..10 {
@@ -96,7 +94,7 @@ fn moving_rows_between_columns_moves_each_value_once() {
 
 #[test]
 fn replace_drops_the_old_value() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut c = Column::of::<Tracked>();
     push(&mut c, Tracked::new(1, &drops));
     let new = MaybeUninit::new(Tracked::new(2, &drops));
@@ -109,7 +107,7 @@ fn replace_drops_the_old_value() {
 
 #[test]
 fn panicking_drops_keep_the_column_consistent() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut c = Column::of::<Tracked>();
     for i in 0..6 {
         let t =
@@ -127,7 +125,7 @@ fn panicking_drops_keep_the_column_consistent() {
     assert_eq!(drops.get(), 6, "every value dropped exactly once");
     assert!(c.is_empty());
 
-    let replaced = Rc::new(Cell::new(0));
+    let replaced = Counter::default();
     push(&mut c, Tracked::panicking(9, &replaced));
     let new = MaybeUninit::new(Tracked::new(10, &replaced));
     // SAFETY: row 0 < len; the new value is moved in even though the old drop panics.

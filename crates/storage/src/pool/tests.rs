@@ -1,11 +1,9 @@
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{Align64, MIRI, Tracked, expect_panic};
+use crate::test_util::{Align64, Counter, MIRI, Tracked, expect_panic};
 
 #[test]
 fn insert_remove_reuses_holes_lifo() {
@@ -59,7 +57,7 @@ fn iteration_skips_holes() {
 
 #[test]
 fn drops_only_live_slots_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut p = VirtualPool::new();
     for i in 0..100 {
         p.insert(Tracked::new(i, &drops));
@@ -79,7 +77,7 @@ fn drops_only_live_slots_once() {
 
 #[test]
 fn a_panicking_drop_still_drops_the_rest_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut p = VirtualPool::new();
     for i in 0..200 {
         let t = if i == 70 { Tracked::panicking(i, &drops) } else { Tracked::new(i, &drops) };

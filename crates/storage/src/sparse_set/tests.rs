@@ -1,11 +1,9 @@
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{Align64, MIRI, Tracked};
+use crate::test_util::{Align64, Counter, MIRI, Tracked};
 
 fn e(index: u32, generation: u32) -> Entity {
     Entity::from_bits(((generation as u64) << 32) | index as u64).unwrap()
@@ -41,7 +39,7 @@ fn sparse_pages_are_allocated_on_demand() {
 
 #[test]
 fn stale_entities_are_not_found_and_get_replaced() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut s = SparseSet::new();
     s.insert(e(1, 1), Tracked::new(1, &drops));
     assert!(s.get(e(1, 2)).is_none());
@@ -57,7 +55,7 @@ fn stale_entities_are_not_found_and_get_replaced() {
 
 #[test]
 fn drops_each_value_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut s = SparseSet::new();
     for i in 0..50 {
         s.insert(e(i, 1), Tracked::new(i as u64, &drops));

@@ -1,11 +1,9 @@
-use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{Align64, Align4096, Big, MIRI, Tracked, expect_panic};
+use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
 use crate::vm::{FaultyPages, HeapPages};
 
 #[test]
@@ -100,7 +98,7 @@ fn heap_source_works_natively_too() {
 
 #[test]
 fn drops_each_element_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut v = VirtualVec::new();
     for i in 0..100 {
         v.push(Tracked::new(i, &drops));
@@ -121,7 +119,7 @@ fn drops_each_element_once() {
 
 #[test]
 fn a_panicking_drop_still_drops_the_rest_once() {
-    let drops = Rc::new(Cell::new(0));
+    let drops = Counter::default();
     let mut v = VirtualVec::new();
     for i in 0..10 {
         if i == 4 {
