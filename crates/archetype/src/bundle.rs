@@ -1,0 +1,211 @@
+//! Bundles: tuples of components that are spawned, inserted or removed together.
+//!
+//! `Bundle` is implemented for tuples of 1 to 16 components by `macro_rules!` (a lone component is
+//! spawned as `(c,)`, as in hecs: a blanket impl for every component would overlap the tuple
+//! impls). A bundle that repeats a component type is rejected by [`BundleInfo::new`] with
+//! [`ComponentError::DuplicateComponent`].
+//!
+//! # Safety model
+//! `Bundle` is an `unsafe trait`: `component_ids`, `get_components` and `from_components` must
+//! visit the same component types in the same order, so the erased pointers handed out always
+//! point to values of the type whose id was reported at the same position.
+
+use std::any::TypeId;
+use std::mem::ManuallyDrop;
+
+use smallvec::SmallVec;
+
+use crate::component::{Component, ComponentId, Components};
+use crate::error::ComponentError;
+
+/// A list of component ids; most bundles and archetypes have few components.
+pub type ComponentIds = SmallVec<[ComponentId; 8]>;
+
+/// A tuple of components moved into or out of the world together.
+///
+/// # Safety
+/// - `component_ids`, `type_ids`, `get_components` and `from_components` visit the same
+///   components in the same order.
+/// - `get_components` hands `f` a pointer to each component, readable for its size; `f` takes
+///   ownership of the value behind it (the bundle does not drop it).
+pub unsafe trait Bundle: Send + Sync + 'static {
+    /// Registers the components (table storage if new) and reports their ids in order.
+    fn component_ids(components: &mut Components, ids: &mut impl FnMut(ComponentId));
+
+    /// Reports the components' type ids in order.
+    fn type_ids(ids: &mut impl FnMut(TypeId));
+
+    /// Moves each component out, in order, by handing a pointer to it to `f`.
+    fn get_components(self, f: &mut impl FnMut(*mut u8));
+
+    /// Rebuilds the bundle from pointers to its components, in order.
+    ///
+    /// # Safety
+    /// - Each call of `f` returns a pointer to a valid value of the next component's type,
+    ///   whose ownership passes to the bundle.
+    unsafe fn from_components(f: &mut impl FnMut() -> *mut u8) -> Self
+    where
+        Self: Sized;
+}
+
+/// What the world caches per bundle type: its ids in declared order and sorted.
+#[derive(Clone, Debug)]
+pub struct BundleInfo {
+    /// Ids in the bundle's own order (the order `get_components` visits).
+    ids: ComponentIds,
+    /// The same ids, sorted: the bundle's part of an archetype signature.
+    sorted: ComponentIds,
+}
+
+impl BundleInfo {
+    /// The info of bundle `B`, registering its components; an error if it repeats a type.
+    pub fn new<B: Bundle>(components: &mut Components) -> Result<Self, ComponentError> {
+        let mut ids = ComponentIds::new();
+        B::component_ids(components, &mut |id| ids.push(id));
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if let Some(pair) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ComponentError::DuplicateComponent {
+                name: components.info(pair[0]).name(),
+                bundle: std::any::type_name::<B>(),
+            });
+        }
+        Ok(Self { ids, sorted })
+    }
+
+    /// The ids in the bundle's own order.
+    #[inline]
+    pub fn ids(&self) -> &[ComponentId] {
+        &self.ids
+    }
+
+    /// The ids, sorted.
+    #[inline]
+    pub fn sorted_ids(&self) -> &[ComponentId] {
+        &self.sorted
+    }
+}
+
+macro_rules! tuple_bundle {
+    ($($name:ident),+) => {
+        // SAFETY:
+        // - every method visits `$name`s in the tuple's order.
+        // - `get_components` wraps each value in `ManuallyDrop`, so ownership passes to `f`.
+        unsafe impl<$($name: Component),+> Bundle for ($($name,)+) {
+            fn component_ids(components: &mut Components, ids: &mut impl FnMut(ComponentId)) {
+                $(ids(components.register::<$name>());)+
+            }
+
+            fn type_ids(ids: &mut impl FnMut(TypeId)) {
+                $(ids(TypeId::of::<$name>());)+
+            }
+
+            #[allow(non_snake_case)]
+            fn get_components(self, f: &mut impl FnMut(*mut u8)) {
+                let ($($name,)+) = self;
+                $(
+                    let mut $name = ManuallyDrop::new($name);
+                    f((&mut *$name as *mut $name).cast::<u8>());
+                )+
+            }
+
+            unsafe fn from_components(f: &mut impl FnMut() -> *mut u8) -> Self {
+                // SAFETY:
+                // - by the caller, each pointer is a valid `$name` whose ownership passes to us;
+                //   the tuple's fields are evaluated left to right, in the visiting order.
+                unsafe { ($(f().cast::<$name>().read(),)+) }
+            }
+        }
+    };
+}
+
+macro_rules! all_tuples {
+    ($first:ident $(, $rest:ident)*) => {
+        tuple_bundle!($first $(, $rest)*);
+        all_tuples!($($rest),*);
+    };
+    () => {};
+}
+
+all_tuples!(C0, C1, C2, C3, C4, C5, C6, C7, C8, C9, C10, C11, C12, C13, C14, C15);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct A(u32);
+    struct B(String);
+    struct C;
+
+    #[test]
+    fn ids_in_order_and_sorted() {
+        let mut components = Components::new();
+        components.register::<C>();
+        let info = BundleInfo::new::<(B, A, C)>(&mut components).unwrap();
+        let (a, b, c) = (
+            components.id::<A>().unwrap(),
+            components.id::<B>().unwrap(),
+            components.id::<C>().unwrap(),
+        );
+        assert_eq!(info.ids(), &[b, a, c]);
+        assert_eq!(info.sorted_ids(), &[c, b, a]);
+    }
+
+    #[test]
+    fn a_repeated_component_is_rejected() {
+        let mut components = Components::new();
+        let err = BundleInfo::new::<(A, B, A)>(&mut components).unwrap_err();
+        assert!(matches!(err, ComponentError::DuplicateComponent { .. }));
+        assert!(err.to_string().contains("A"), "{err}");
+    }
+
+    #[test]
+    fn components_move_out_and_back_once() {
+        let bundle = (A(7), B("seven".to_owned()), C);
+        let mut moved: Vec<Vec<u8>> = Vec::new();
+        let sizes = [size_of::<A>(), size_of::<B>(), size_of::<C>()];
+        let mut i = 0;
+        bundle.get_components(&mut |ptr| {
+            // SAFETY: `ptr` points to the i-th component, readable for its size.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, sizes[i]) }.to_vec();
+            moved.push(bytes);
+            i += 1;
+        });
+        let mut j = 0;
+        // SAFETY: each pointer is a byte copy of the value moved out above, in order, and each
+        // is read once (the String's ownership returns to the rebuilt bundle).
+        let (a, b, _c) = unsafe {
+            <(A, B, C)>::from_components(&mut || {
+                j += 1;
+                moved[j - 1].as_mut_ptr()
+            })
+        };
+        assert_eq!(a.0, 7);
+        assert_eq!(b.0, "seven");
+    }
+
+    #[test]
+    fn sixteen_components() {
+        let mut components = Components::new();
+        let info = BundleInfo::new::<(
+            u8,
+            u16,
+            u32,
+            u64,
+            u128,
+            i8,
+            i16,
+            i32,
+            i64,
+            i128,
+            f32,
+            f64,
+            bool,
+            char,
+            (),
+            String,
+        )>(&mut components)
+        .unwrap();
+        assert_eq!(info.ids().len(), 16);
+    }
+}
