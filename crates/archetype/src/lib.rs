@@ -7,8 +7,10 @@
 mod bundle;
 mod component;
 mod error;
+mod table;
 
 pub use bundle::{Bundle, BundleInfo, ComponentIds};
 pub use component::{Component, ComponentId, ComponentInfo, Components, StorageType};
 pub use error::ComponentError;
 pub use folio_storage::*;
+pub use table::{MovedRow, Table, TableColumn, TableId};

@@ -214,6 +214,17 @@ impl Column {
         unsafe { std::ptr::copy_nonoverlapping(guard.column.row_ptr(row), dst, size) };
     }
 
+    /// Removes the item at `row` without dropping it (its owner took it), and moves the last
+    /// item into its place.
+    ///
+    /// # Safety
+    /// - `row < len`.
+    /// - The value at `row` was moved out or dropped by the caller.
+    pub unsafe fn swap_remove_forget_unchecked(&mut self, row: usize) {
+        debug_assert!(row < self.len);
+        drop(SwapRemoveGuard::new(self, row));
+    }
+
     /// Removes the item at `row` and pushes it onto `other`, then moves this column's last item
     /// into its place: how a component moves between tables. On error nothing changes.
     ///

@@ -1,0 +1,198 @@
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+
+/// Counts drops; panics on drop when `value` is negative (and not already unwinding).
+#[derive(Debug)]
+struct Tracked(i64, Arc<AtomicUsize>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        if self.0 < 0 && !std::thread::panicking() {
+            panic!("Tracked({}) panics on drop", self.0);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(align(64))]
+struct Aligned(u64);
+
+struct Marker;
+
+fn entity(i: u32) -> Entity {
+    Entity::from_bits((1u64 << 32) | i as u64).unwrap()
+}
+
+fn values<T>(table: &Table, id: ComponentId) -> &[T] {
+    // SAFETY: the tests only read columns as the type they registered for `id`.
+    unsafe { table.column(id).unwrap().data().as_slice::<T>() }
+}
+
+/// Pushes a row of (Tracked, Pos) in id order.
+fn push(table: &mut Table, e: Entity, t: Tracked, p: Pos) -> usize {
+    let t = ManuallyDrop::new(t);
+    let p = ManuallyDrop::new(p);
+    let ids = table.component_ids().to_vec();
+    let mut i = 0;
+    // SAFETY: ids[0] is Tracked and ids[1] is Pos (registered in that order); both are moved.
+    unsafe {
+        table
+            .push_row(e, 1, |id| {
+                i += 1;
+                if id == ids[0] {
+                    (&*t as *const Tracked).cast()
+                } else {
+                    (&*p as *const Pos).cast()
+                }
+            })
+            .unwrap()
+    }
+}
+
+fn setup() -> (Components, ComponentId, ComponentId) {
+    let mut c = Components::new();
+    let t = c.register::<Tracked>();
+    let p = c.register::<Pos>();
+    (c, t, p)
+}
+
+#[test]
+fn push_read_and_swap_remove() {
+    let (c, t, p) = setup();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut table = Table::new(&c, &[t, p]);
+    for i in 0..10 {
+        assert_eq!(
+            push(&mut table, entity(i), Tracked(i as i64, drops.clone()), Pos(i as f32)),
+            i as usize
+        );
+    }
+    assert_eq!(table.len(), 10);
+    assert_eq!(values::<Pos>(&table, p)[3], Pos(3.0));
+    assert_eq!(table.swap_remove_and_drop(3), Some(entity(9)));
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(table.entities()[3], entity(9));
+    assert_eq!(values::<Pos>(&table, p)[3], Pos(9.0));
+    assert_eq!(values::<Tracked>(&table, t)[3].0, 9);
+    assert_eq!(table.swap_remove_and_drop(8), None, "the last row moves nothing");
+    assert_eq!(table.column(p).unwrap().added_ticks(), &[1; 8]);
+    drop(table);
+    assert_eq!(drops.load(Ordering::SeqCst), 10);
+}
+
+#[test]
+fn a_panicking_drop_still_removes_the_row_everywhere() {
+    let (c, t, p) = setup();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut table = Table::new(&c, &[t, p]);
+    for i in 0..4 {
+        let v = if i == 1 { -1 } else { i };
+        push(&mut table, entity(i as u32), Tracked(v, drops.clone()), Pos(i as f32));
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        table.swap_remove_and_drop(1);
+    }));
+    assert!(result.is_err());
+    assert_eq!(table.len(), 3);
+    for column in table.columns() {
+        assert_eq!(column.data().len(), 3);
+        assert_eq!(column.added_ticks().len(), 3);
+        assert_eq!(column.changed_ticks().len(), 3);
+    }
+    assert_eq!(table.entities(), &[entity(0), entity(3), entity(2)]);
+    assert_eq!(values::<Pos>(&table, p), &[Pos(0.0), Pos(3.0), Pos(2.0)]);
+    drop(table);
+    assert_eq!(drops.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn move_row_moves_shared_takes_dropped_and_adds_missing() {
+    let mut c = Components::new();
+    let t = c.register::<Tracked>();
+    let p = c.register::<Pos>();
+    let m = c.register::<Marker>();
+    let a = c.register::<Aligned>();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut src = Table::new(&c, &[t, p]);
+    let mut dst = Table::new(&c, &[p, m, a]);
+    for i in 0..3 {
+        push(&mut src, entity(i), Tracked(i as i64, drops.clone()), Pos(i as f32));
+    }
+    let aligned = Aligned(42);
+    let mut taken = Vec::new();
+    // SAFETY: row 0 < len; same registry; `missing` gives a valid Marker / Aligned (both Copy,
+    // so reading them out leaves nothing to drop twice); `taken` moves the Tracked out.
+    let moved = unsafe {
+        src.move_row(
+            0,
+            &mut dst,
+            7,
+            |id, ptr| {
+                assert_eq!(id, t);
+                taken.push(ptr.cast::<Tracked>().read());
+            },
+            |id| {
+                if id == a {
+                    (&aligned as *const Aligned).cast()
+                } else {
+                    std::ptr::NonNull::<Marker>::dangling().as_ptr().cast()
+                }
+            },
+        )
+    }
+    .unwrap();
+    assert_eq!(moved, MovedRow { new_row: 0, swapped_in: Some(entity(2)) });
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].0, 0);
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "nothing was dropped by the move");
+    drop(taken);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(dst.entities(), &[entity(0)]);
+    assert_eq!(values::<Pos>(&dst, p), &[Pos(0.0)]);
+    assert_eq!(values::<Aligned>(&dst, a), &[Aligned(42)]);
+    assert_eq!(dst.column(p).unwrap().added_ticks(), &[1], "ticks move with the component");
+    assert_eq!(dst.column(a).unwrap().added_ticks(), &[7]);
+    assert_eq!(src.entities(), &[entity(2), entity(1)]);
+    assert_eq!(values::<Pos>(&src, p), &[Pos(2.0), Pos(1.0)]);
+    for table in [&src, &dst] {
+        for column in table.columns() {
+            assert_eq!(column.data().len(), table.len());
+        }
+    }
+    drop(src);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn empty_table_and_memory() {
+    let c = Components::new();
+    let mut empty = Table::new(&c, &[]);
+    // SAFETY: no components, so `value` is never called.
+    unsafe { empty.push_row(entity(0), 0, |_| unreachable!()).unwrap() };
+    assert_eq!(empty.len(), 1);
+    let (reserved, committed, used) = empty.memory();
+    assert_eq!(used, size_of::<Entity>());
+    assert!(committed >= used && reserved >= committed);
+    assert!(committed < 4096, "a one-row table stays on the heap: {committed} bytes");
+    empty.clear();
+    assert!(empty.is_empty());
+}
+
+#[test]
+fn swap_remove_in_a_table_without_components_removes_one_row() {
+    let c = Components::new();
+    let mut empty = Table::new(&c, &[]);
+    for i in 0..3 {
+        // SAFETY: no components, so `value` is never called.
+        unsafe { empty.push_row(entity(i), 0, |_| unreachable!()).unwrap() };
+    }
+    assert_eq!(empty.swap_remove_and_drop(0), Some(entity(2)));
+    assert_eq!(empty.entities(), &[entity(2), entity(1)]);
+}
