@@ -26,8 +26,8 @@ pub type ComponentIds = SmallVec<[ComponentId; 8]>;
 /// # Safety
 /// - `component_ids`, `type_ids`, `get_components` and `from_components` visit the same
 ///   components in the same order.
-/// - `get_components` hands `f` a pointer to each component, readable for its size; `f` takes
-///   ownership of the value behind it (the bundle does not drop it).
+/// - `get_components` hands `f` one pointer to each component, readable for its size and valid
+///   until `f` returns; `f` takes ownership of the values behind them (the bundle drops none).
 pub unsafe trait Bundle: Send + Sync + 'static {
     /// Registers the components (table storage if new) and reports their ids in order.
     fn component_ids(components: &mut Components, ids: &mut impl FnMut(ComponentId));
@@ -35,8 +35,8 @@ pub unsafe trait Bundle: Send + Sync + 'static {
     /// Reports the components' type ids in order.
     fn type_ids(ids: &mut impl FnMut(TypeId));
 
-    /// Moves each component out, in order, by handing a pointer to it to `f`.
-    fn get_components(self, f: &mut impl FnMut(*mut u8));
+    /// Moves the components out by handing `f` a pointer to each, in order.
+    fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R;
 
     /// Rebuilds the bundle from pointers to its components, in order.
     ///
@@ -101,12 +101,10 @@ macro_rules! tuple_bundle {
             }
 
             #[allow(non_snake_case)]
-            fn get_components(self, f: &mut impl FnMut(*mut u8)) {
+            fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R {
                 let ($($name,)+) = self;
-                $(
-                    let mut $name = ManuallyDrop::new($name);
-                    f((&mut *$name as *mut $name).cast::<u8>());
-                )+
+                $(let mut $name = ManuallyDrop::new($name);)+
+                f(&[$((&mut *$name as *mut $name).cast::<u8>()),+])
             }
 
             unsafe fn from_components(f: &mut impl FnMut() -> *mut u8) -> Self {
@@ -162,22 +160,27 @@ mod tests {
     #[test]
     fn components_move_out_and_back_once() {
         let bundle = (A(7), B("seven".to_owned()), C);
-        let mut moved: Vec<Vec<u8>> = Vec::new();
         let sizes = [size_of::<A>(), size_of::<B>(), size_of::<C>()];
-        let mut i = 0;
-        bundle.get_components(&mut |ptr| {
-            // SAFETY: `ptr` points to the i-th component, readable for its size.
-            let bytes = unsafe { std::slice::from_raw_parts(ptr, sizes[i]) }.to_vec();
-            moved.push(bytes);
-            i += 1;
+        // 8-aligned buffers: every component here has an alignment of at most 8.
+        let mut moved: Vec<Vec<u64>> = bundle.get_components(|ptrs| {
+            assert_eq!(ptrs.len(), 3);
+            let copy = |i: usize| {
+                let mut buf = vec![0u64; sizes[i].div_ceil(8).max(1)];
+                // SAFETY: `ptrs[i]` is readable for `sizes[i]` bytes; `buf` is large enough.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptrs[i], buf.as_mut_ptr().cast(), sizes[i])
+                };
+                buf
+            };
+            (0..3).map(copy).collect()
         });
         let mut j = 0;
-        // SAFETY: each pointer is a byte copy of the value moved out above, in order, and each
-        // is read once (the String's ownership returns to the rebuilt bundle).
+        // SAFETY: each pointer is an aligned byte copy of the value moved out above, in order,
+        // read once (the String's ownership returns to the rebuilt bundle).
         let (a, b, _c) = unsafe {
             <(A, B, C)>::from_components(&mut || {
                 j += 1;
-                moved[j - 1].as_mut_ptr()
+                moved[j - 1].as_mut_ptr().cast()
             })
         };
         assert_eq!(a.0, 7);

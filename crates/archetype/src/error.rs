@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use folio_storage::{Entity, StorageError};
+
 use crate::component::StorageType;
 
 /// A component type or bundle used in a way the registry cannot accept.
@@ -41,3 +43,58 @@ impl fmt::Display for ComponentError {
 }
 
 impl std::error::Error for ComponentError {}
+
+/// Why a [`World`](crate::World) operation on an entity failed. Nothing changed when it did.
+#[derive(Debug)]
+pub enum EntityError {
+    /// The entity was despawned, or never spawned in this world.
+    NoSuchEntity(Entity),
+    /// The entity lacks a component the operation needs.
+    MissingComponent {
+        /// The entity.
+        entity: Entity,
+        /// The missing component's type name.
+        component: &'static str,
+    },
+    /// The bundle or component type cannot be used.
+    Component(ComponentError),
+    /// Memory could not be had: a reservation is full or the OS refused to commit.
+    Storage(StorageError),
+}
+
+impl fmt::Display for EntityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSuchEntity(e) => {
+                write!(f, "entity {e} does not exist (despawned or never spawned)")
+            }
+            Self::MissingComponent { entity, component } => {
+                write!(f, "entity {entity} has no component {component}")
+            }
+            Self::Component(e) => e.fmt(f),
+            Self::Storage(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for EntityError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Component(e) => Some(e),
+            Self::Storage(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ComponentError> for EntityError {
+    fn from(e: ComponentError) -> Self {
+        Self::Component(e)
+    }
+}
+
+impl From<StorageError> for EntityError {
+    fn from(e: StorageError) -> Self {
+        Self::Storage(e)
+    }
+}

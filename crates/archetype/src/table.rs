@@ -56,6 +56,12 @@ impl TableColumn {
         &self.data
     }
 
+    /// The component values, mutably.
+    #[inline]
+    pub(crate) fn data_mut(&mut self) -> &mut Column {
+        &mut self.data
+    }
+
     /// The tick at which each row's value was added.
     #[inline]
     pub fn added_ticks(&self) -> &[u32] {

@@ -128,6 +128,15 @@ impl ComponentSparseSet {
         self.sparse.page_count()
     }
 
+    /// Makes room for `additional` more entities; on error nothing changes.
+    pub fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
+        self.entities.try_reserve(additional).map_err(|_| StorageError::CapacityExceeded {
+            capacity: self.entities.len(),
+            requested: self.entities.len().saturating_add(additional),
+        })?;
+        self.data.try_reserve(additional)
+    }
+
     /// Moves the value at `src` in as `entity`'s value, dropping a value it replaces (also one
     /// held by a stale entity with the same index). On error nothing changes and the value
     /// still belongs to the caller.
@@ -195,6 +204,18 @@ impl ComponentSparseSet {
         }
         self.sparse.set(entity.index(), EMPTY);
         Some(dense)
+    }
+
+    /// Removes `entity` without dropping its value, which the caller took; `false` if it was
+    /// not in the set.
+    ///
+    /// # Safety
+    /// - The value of `entity` was moved out (read) or dropped by the caller.
+    pub unsafe fn remove_forget(&mut self, entity: Entity) -> bool {
+        let Some(dense) = self.unlink(entity) else { return false };
+        // SAFETY: `dense < data.len()`; the value was taken by the caller.
+        unsafe { self.data.swap_remove_forget_unchecked(dense) };
+        true
     }
 
     /// Removes every entity, dropping every value once; keeps the sparse pages.

@@ -1,0 +1,848 @@
+//! [`World`]: entities, their components in tables and sparse sets, and resources.
+//!
+//! Every entity lives in one archetype (its exact component set) and has one row in that
+//! archetype's table; its location `(archetype, archetype row, table, table row)` is kept by the
+//! storage layer's [`Entities`]. Structural changes follow the archetype graph's cached edges.
+//!
+//! # Consistency
+//! Every operation either completes or changes nothing: memory for the destination (table rows,
+//! sparse-set slots) is reserved before anything moves, so a refused commit returns
+//! [`EntityError::Storage`] with the world as it was. User code (component `Drop`s) runs only
+//! after the bookkeeping is done, or under guards that finish the bookkeeping while unwinding, so
+//! a panicking `Drop` never leaves a half-moved entity. [`World::check_invariants`] verifies that.
+//!
+//! # Safety model
+//! Column pointers are only read as the type the registry records for their component id; the
+//! bundle's pointers are moved into storage (or dropped) exactly once.
+
+use std::any::{Any, TypeId};
+use std::ptr::NonNull;
+
+use ahash::AHashMap;
+use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation};
+
+use crate::archetype::{Archetype, ArchetypeId};
+use crate::bundle::{Bundle, BundleInfo, ComponentIds};
+use crate::component::{Component, ComponentId, Components, StorageType};
+use crate::error::{ComponentError, EntityError};
+use crate::table::{Table, TableId};
+
+/// How often the archetype graph's cached edges were used, and how often one had to be built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EdgeStats {
+    /// Transitions answered by a cached edge.
+    pub hits: u64,
+    /// Transitions that computed a new edge.
+    pub misses: u64,
+}
+
+/// Memory of one table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableMemory {
+    /// The table.
+    pub table: TableId,
+    /// Its rows.
+    pub rows: usize,
+    /// Address space reserved.
+    pub reserved: usize,
+    /// Memory committed.
+    pub committed: usize,
+    /// Bytes holding live rows.
+    pub used: usize,
+}
+
+/// Memory of the whole world's component storage.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Per table.
+    pub tables: Vec<TableMemory>,
+    /// Address space reserved, tables and sparse sets.
+    pub reserved: usize,
+    /// Memory committed.
+    pub committed: usize,
+    /// Bytes holding live components.
+    pub used: usize,
+}
+
+/// The ECS world.
+pub struct World {
+    entities: Entities,
+    components: Components,
+    tables: Vec<Table>,
+    /// Sorted table-component set → table.
+    table_index: AHashMap<ComponentIds, TableId>,
+    archetypes: Vec<Archetype>,
+    /// Sorted full component set → archetype.
+    archetype_index: AHashMap<ComponentIds, ArchetypeId>,
+    /// By component index; `Some` for sparse-set components once used.
+    sparse_sets: Vec<Option<ComponentSparseSet>>,
+    bundles: Vec<BundleInfo>,
+    bundle_index: AHashMap<TypeId, usize>,
+    resources: AHashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    change_tick: u32,
+    edge_stats: EdgeStats,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl World {
+    /// An empty world.
+    pub fn new() -> Self {
+        let components = Components::new();
+        let mut world = Self {
+            entities: Entities::new(),
+            tables: vec![Table::new(&components, &[])],
+            components,
+            table_index: AHashMap::default(),
+            archetypes: Vec::new(),
+            archetype_index: AHashMap::default(),
+            sparse_sets: Vec::new(),
+            bundles: Vec::new(),
+            bundle_index: AHashMap::default(),
+            resources: AHashMap::default(),
+            change_tick: 1,
+            edge_stats: EdgeStats::default(),
+        };
+        world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
+        let empty = world.archetype_for(ComponentIds::new());
+        debug_assert_eq!(empty, ArchetypeId::EMPTY);
+        world
+    }
+
+    // ----- registry -----
+
+    /// The component registry.
+    #[inline]
+    pub fn components(&self) -> &Components {
+        &self.components
+    }
+
+    /// Registers `T` with `storage`; an error if it was registered with another storage type.
+    pub fn register_component<T: Component>(
+        &mut self,
+        storage: StorageType,
+    ) -> Result<ComponentId, ComponentError> {
+        self.components.register_with::<T>(storage)
+    }
+
+    fn bundle_id<B: Bundle>(&mut self) -> Result<usize, ComponentError> {
+        if let Some(&index) = self.bundle_index.get(&TypeId::of::<B>()) {
+            return Ok(index);
+        }
+        let info = BundleInfo::new::<B>(&mut self.components)?;
+        self.bundles.push(info);
+        self.bundle_index.insert(TypeId::of::<B>(), self.bundles.len() - 1);
+        Ok(self.bundles.len() - 1)
+    }
+
+    // ----- archetypes and tables -----
+
+    /// The archetypes, by id.
+    #[inline]
+    pub fn archetypes(&self) -> &[Archetype] {
+        &self.archetypes
+    }
+
+    /// The tables, by id.
+    #[inline]
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// `id`'s sparse set, if the component is sparse-set stored and was ever used.
+    #[inline]
+    pub fn sparse_set(&self, id: ComponentId) -> Option<&ComponentSparseSet> {
+        self.sparse_sets.get(id.index())?.as_ref()
+    }
+
+    /// How the archetype graph's edges were used.
+    #[inline]
+    pub fn edge_stats(&self) -> EdgeStats {
+        self.edge_stats
+    }
+
+    /// The archetype with exactly `components` (sorted, distinct), made if new.
+    fn archetype_for(&mut self, components: ComponentIds) -> ArchetypeId {
+        if let Some(&id) = self.archetype_index.get(&components) {
+            return id;
+        }
+        let (mut table_ids, mut sparse) = (ComponentIds::new(), ComponentIds::new());
+        for &c in &components {
+            match self.components.info(c).storage_type() {
+                StorageType::Table => table_ids.push(c),
+                StorageType::SparseSet => sparse.push(c),
+            }
+        }
+        for &c in &sparse {
+            if self.sparse_sets.len() <= c.index() {
+                self.sparse_sets.resize_with(c.index() + 1, || None);
+            }
+            let info = self.components.info(c);
+            self.sparse_sets[c.index()]
+                .get_or_insert_with(|| ComponentSparseSet::new(info.layout(), info.drop_fn()));
+        }
+        let table_id = match self.table_index.get(&table_ids) {
+            Some(&t) => t,
+            None => {
+                let t = TableId(u32::try_from(self.tables.len()).expect("too many tables"));
+                self.tables.push(Table::new(&self.components, &table_ids));
+                self.table_index.insert(table_ids, t);
+                t
+            }
+        };
+        let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
+        self.archetypes.push(Archetype::new(id, table_id, components.clone(), sparse));
+        self.archetype_index.insert(components, id);
+        id
+    }
+
+    /// The archetype reached from `from` by inserting bundle `b`, through the cached edge.
+    fn insert_target(&mut self, from: ArchetypeId, bundle_type: TypeId, b: usize) -> ArchetypeId {
+        if let Some(&to) = self.archetypes[from.index()].insert_edges.get(&bundle_type) {
+            self.edge_stats.hits += 1;
+            return to;
+        }
+        self.edge_stats.misses += 1;
+        let mut set: ComponentIds = self.archetypes[from.index()].components().into();
+        for &c in self.bundles[b].sorted_ids() {
+            if let Err(pos) = set.binary_search(&c) {
+                set.insert(pos, c);
+            }
+        }
+        let to = self.archetype_for(set);
+        self.archetypes[from.index()].insert_edges.insert(bundle_type, to);
+        to
+    }
+
+    /// The archetype reached from `from` by removing bundle `b`, through the cached edge.
+    fn remove_target(&mut self, from: ArchetypeId, bundle_type: TypeId, b: usize) -> ArchetypeId {
+        if let Some(&to) = self.archetypes[from.index()].remove_edges.get(&bundle_type) {
+            self.edge_stats.hits += 1;
+            return to;
+        }
+        self.edge_stats.misses += 1;
+        let bundle = self.bundles[b].sorted_ids();
+        let set: ComponentIds = self.archetypes[from.index()]
+            .components()
+            .iter()
+            .copied()
+            .filter(|c| bundle.binary_search(c).is_err())
+            .collect();
+        let to = self.archetype_for(set);
+        self.archetypes[from.index()].remove_edges.insert(bundle_type, to);
+        to
+    }
+
+    // ----- entities -----
+
+    /// The number of live entities.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether there are no live entities.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    /// Whether `entity` is alive in this world.
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.entities.is_alive(entity)
+    }
+
+    /// The entity allocator (locations, liveness).
+    #[inline]
+    pub fn entities(&self) -> &Entities {
+        &self.entities
+    }
+
+    /// Hands out an entity id through `&self` (usable from parallel systems); it is spawned,
+    /// with no components, at the next [`World::flush`] (every mutating method flushes first).
+    #[inline]
+    pub fn reserve_entity(&self) -> Entity {
+        self.entities.reserve()
+    }
+
+    /// Places every reserved entity into the empty archetype.
+    pub fn flush(&mut self) {
+        if self.entities.reserved_len() == 0 {
+            return;
+        }
+        let table = &mut self.tables[TableId::EMPTY.index()];
+        let archetype = &mut self.archetypes[ArchetypeId::EMPTY.index()];
+        self.entities.flush(|entity, location| {
+            // SAFETY: the empty table has no components, so `value` is never called.
+            let row = unsafe { table.push_row(entity, 0, |_| unreachable!()) }
+                .expect("could not commit memory for a reserved entity");
+            let archetype_row = archetype.push(entity, row as u32);
+            *location = EntityLocation {
+                archetype_id: ArchetypeId::EMPTY.0,
+                archetype_row,
+                table_id: TableId::EMPTY.0,
+                table_row: row as u32,
+            };
+        });
+    }
+
+    /// Spawns an entity with the components of `bundle`.
+    ///
+    /// # Panics
+    /// When the bundle repeats a component type, or memory runs out; [`World::try_spawn`]
+    /// returns those as errors.
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        self.try_spawn(bundle).unwrap_or_else(|e| panic!("World::spawn: {e}"))
+    }
+
+    /// Spawns an entity with the components of `bundle`, or says why it could not (and drops
+    /// the bundle).
+    pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, EntityError> {
+        self.flush();
+        let b = self.bundle_id::<B>()?;
+        let archetype = self.insert_target(ArchetypeId::EMPTY, TypeId::of::<B>(), b);
+        let entity = self.entities.try_alloc()?;
+        let tick = self.change_tick;
+        // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
+        bundle.get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) })
+    }
+
+    /// Spawns one entity per bundle, reserving table rows for the whole batch once.
+    pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
+        let iter = iter.into_iter();
+        let (lower, _) = iter.size_hint();
+        self.flush();
+        if let Ok(b) = self.bundle_id::<B>() {
+            let archetype = self.insert_target(ArchetypeId::EMPTY, TypeId::of::<B>(), b);
+            let table = self.archetypes[archetype.index()].table_id();
+            // A failed reservation is not fatal: each spawn reserves (and reports) for itself.
+            let _ = self.tables[table.index()].try_reserve(lower);
+        }
+        iter.map(|bundle| self.spawn(bundle)).collect()
+    }
+
+    /// Writes a new entity's components into `archetype`.
+    ///
+    /// # Safety
+    /// - `ptrs` are bundle `b`'s component values in its order; they are moved (or dropped on
+    ///   error) here.
+    unsafe fn place_new(
+        &mut self,
+        entity: Entity,
+        archetype: ArchetypeId,
+        b: usize,
+        ptrs: &[*mut u8],
+        tick: u32,
+    ) -> Result<Entity, EntityError> {
+        let arch = &self.archetypes[archetype.index()];
+        let table_id = arch.table_id();
+        let bundle = &self.bundles[b];
+        let reserved = self.tables[table_id.index()].try_reserve(1).and_then(|()| {
+            arch.sparse_components().iter().try_for_each(|c| {
+                self.sparse_sets[c.index()]
+                    .as_mut()
+                    .expect("made with the archetype")
+                    .try_reserve(1)
+            })
+        });
+        if let Err(e) = reserved {
+            self.entities.free(entity);
+            // SAFETY: the values were not moved anywhere; drop each once.
+            unsafe { drop_values(&self.components, bundle.ids(), ptrs) };
+            return Err(e.into());
+        }
+        let position = |id: ComponentId| bundle.ids().iter().position(|&c| c == id).unwrap();
+        // SAFETY:
+        // - the table's ids are the bundle's table components; each pointer is a value of the
+        //   id's type, moved in once. The closure cannot unwind (the ids are in the bundle).
+        // - room was reserved, so this cannot fail.
+        let table_row = unsafe {
+            self.tables[table_id.index()].push_row(entity, tick, |id| ptrs[position(id)])
+        }
+        .expect("room was reserved");
+        for &c in arch.sparse_components() {
+            let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
+            // SAFETY: the pointer is a value of `c`'s type, moved in once; room was reserved.
+            unsafe { set.insert(entity, ptrs[position(c)]) }.expect("room was reserved");
+        }
+        let archetype_row = self.archetypes[archetype.index()].push(entity, table_row as u32);
+        self.entities.set_location(
+            entity,
+            EntityLocation {
+                archetype_id: archetype.0,
+                archetype_row,
+                table_id: table_id.0,
+                table_row: table_row as u32,
+            },
+        );
+        Ok(entity)
+    }
+
+    /// Despawns `entity`, dropping its components.
+    ///
+    /// If a component's `Drop` panics, the entity is still gone and every other component is
+    /// still dropped before the panic continues.
+    pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.flush();
+        let loc = self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
+        let table = &mut self.tables[loc.table_id as usize];
+        if let Some(&moved) = table.entities().last().filter(|&&m| m != entity) {
+            fix_table_row(&mut self.entities, &mut self.archetypes, moved, loc.table_row);
+        }
+        let sparse = self.archetypes[loc.archetype_id as usize].sparse_components();
+        let mut sparse_guard =
+            SparseRemover { sets: &mut self.sparse_sets, ids: sparse, entity, next: 0 };
+        table.swap_remove_and_drop(loc.table_row as usize);
+        sparse_guard.run();
+        Ok(())
+    }
+
+    /// Adds the components of `bundle` to `entity`, replacing (and dropping) any it already has.
+    ///
+    /// On error nothing changed and the bundle is dropped.
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
+        self.flush();
+        let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let b = self.bundle_id::<B>()?;
+        let from = ArchetypeId(loc.archetype_id);
+        let to = self.insert_target(from, TypeId::of::<B>(), b);
+        let tick = self.change_tick;
+        // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
+        bundle.get_components(|ptrs| unsafe { self.insert_values(entity, loc, to, b, ptrs, tick) })
+    }
+
+    /// # Safety
+    /// - `ptrs` are bundle `b`'s values in its order; each is moved into the world or dropped.
+    /// - `loc` is `entity`'s current location and `to` the insert edge's target.
+    unsafe fn insert_values(
+        &mut self,
+        entity: Entity,
+        loc: EntityLocation,
+        to: ArchetypeId,
+        b: usize,
+        ptrs: &[*mut u8],
+        tick: u32,
+    ) -> Result<(), EntityError> {
+        let from = ArchetypeId(loc.archetype_id);
+        let bundle = &self.bundles[b];
+        let position = |id: ComponentId| bundle.ids().iter().position(|&c| c == id).unwrap();
+        let old_table = TableId(loc.table_id);
+        let new_table = self.archetypes[to.index()].table_id();
+        let mut loc = loc;
+        if from != to {
+            // Reserve everything first, so nothing moves unless everything can.
+            let from_arch = &self.archetypes[from.index()];
+            let new_sparse: ComponentIds = self.archetypes[to.index()]
+                .sparse_components()
+                .iter()
+                .copied()
+                .filter(|&c| !from_arch.contains(c))
+                .collect();
+            let reserved = (if new_table != old_table {
+                self.tables[new_table.index()].try_reserve(1)
+            } else {
+                Ok(())
+            })
+            .and_then(|()| {
+                new_sparse.iter().try_for_each(|c| {
+                    self.sparse_sets[c.index()]
+                        .as_mut()
+                        .expect("made with archetype")
+                        .try_reserve(1)
+                })
+            });
+            if let Err(e) = reserved {
+                // SAFETY: nothing was moved; drop each value once.
+                unsafe { drop_values(&self.components, bundle.ids(), ptrs) };
+                return Err(e.into());
+            }
+            if new_table != old_table {
+                let (src, dst) = two_mut(&mut self.tables, old_table.index(), new_table.index());
+                // SAFETY:
+                // - `table_row < len`; both tables come from this world's registry and differ.
+                // - the target has every source component (insert only adds), so `taken` is
+                //   never called; `missing(id)` is the bundle's value for `id`, moved once.
+                let moved = unsafe {
+                    src.move_row(
+                        loc.table_row as usize,
+                        dst,
+                        tick,
+                        |_, _| unreachable!("insert removes nothing"),
+                        |id| ptrs[position(id)],
+                    )
+                }
+                .expect("room was reserved");
+                if let Some(swapped) = moved.swapped_in {
+                    fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
+                }
+                loc.table_row = moved.new_row as u32;
+                loc.table_id = new_table.0;
+            }
+            for &c in &new_sparse {
+                let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
+                // SAFETY: a value of `c`'s type, moved in once; room was reserved.
+                unsafe { set.insert(entity, ptrs[position(c)]) }.expect("room was reserved");
+            }
+            unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
+            loc.archetype_row = self.archetypes[to.index()].push(entity, loc.table_row);
+            loc.archetype_id = to.0;
+            self.entities.set_location(entity, loc);
+        }
+        // Components the entity had already: replace in place, last, as dropping the old
+        // values runs user code. The entity is consistent whatever happens here.
+        let from_arch = &self.archetypes[from.index()];
+        for (i, &c) in bundle.ids().iter().enumerate() {
+            if !from_arch.contains(c) {
+                continue;
+            }
+            match self.components.info(c).storage_type() {
+                StorageType::Table => {
+                    let column = self.tables[new_table.index()].column_mut(c).expect("has c");
+                    column.changed_ticks_mut()[loc.table_row as usize] = tick;
+                    // SAFETY: the row is live; the value is of `c`'s type, moved in once.
+                    unsafe { column.data_mut().replace_unchecked(loc.table_row as usize, ptrs[i]) };
+                }
+                StorageType::SparseSet => {
+                    let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
+                    // SAFETY: replacing an existing entry allocates nothing and cannot fail;
+                    // the value is of `c`'s type, moved in once.
+                    unsafe { set.insert(entity, ptrs[i]) }.expect("replacing cannot fail");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the components of `B` from `entity` and returns them; `None` (and nothing
+    /// changed) if the entity is not alive or lacks any of them.
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Option<B> {
+        self.try_remove(entity).ok()
+    }
+
+    /// Removes the components of `B` from `entity` and returns them, or says why not.
+    pub fn try_remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+        self.flush();
+        let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let b = self.bundle_id::<B>()?;
+        let from = ArchetypeId(loc.archetype_id);
+        if let Some(&missing) =
+            self.bundles[b].ids().iter().find(|&&c| !self.archetypes[from.index()].contains(c))
+        {
+            let component = self.components.info(missing).name();
+            return Err(EntityError::MissingComponent { entity, component });
+        }
+        let to = self.remove_target(from, TypeId::of::<B>(), b);
+        let old_table = TableId(loc.table_id);
+        let new_table = self.archetypes[to.index()].table_id();
+        if new_table != old_table {
+            self.tables[new_table.index()].try_reserve(1)?;
+        }
+        // Read the bundle out first: from here on, its values belong to it.
+        let bundle_ids = self.bundles[b].ids();
+        let mut next = 0;
+        let read = || {
+            let c = bundle_ids[next];
+            next += 1;
+            self.component_ptr(entity, loc, c).expect("the archetype has it").as_ptr()
+        };
+        // SAFETY:
+        // - each pointer is the entity's live value of the next bundle component's type;
+        //   the storage forgets (never drops) them below, so ownership passes to the bundle.
+        let bundle = unsafe { B::from_components(&mut { read }) };
+        let mut loc = loc;
+        if new_table != old_table {
+            let (src, dst) = two_mut(&mut self.tables, old_table.index(), new_table.index());
+            // SAFETY:
+            // - `table_row < len`; both tables come from this registry and differ.
+            // - `taken` forgets values the bundle now owns; the target has no component the
+            //   source lacks (remove only removes), so `missing` is never called.
+            let moved = unsafe {
+                src.move_row(
+                    loc.table_row as usize,
+                    dst,
+                    self.change_tick,
+                    |_, _| {},
+                    |_| unreachable!("remove adds nothing"),
+                )
+            }
+            .expect("room was reserved");
+            if let Some(swapped) = moved.swapped_in {
+                fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
+            }
+            loc.table_row = moved.new_row as u32;
+            loc.table_id = new_table.0;
+        }
+        for &c in self.bundles[b].ids() {
+            if let Some(set) = self.sparse_sets.get_mut(c.index()).and_then(Option::as_mut) {
+                // SAFETY: the bundle took the value.
+                unsafe { set.remove_forget(entity) };
+            }
+        }
+        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
+        loc.archetype_row = self.archetypes[to.index()].push(entity, loc.table_row);
+        loc.archetype_id = to.0;
+        self.entities.set_location(entity, loc);
+        Ok(bundle)
+    }
+
+    /// A pointer to `entity`'s component `c`, given its location.
+    fn component_ptr(
+        &self,
+        entity: Entity,
+        loc: EntityLocation,
+        c: ComponentId,
+    ) -> Option<NonNull<u8>> {
+        match self.components.info(c).storage_type() {
+            StorageType::Table => {
+                self.tables[loc.table_id as usize].column(c)?.data().get(loc.table_row as usize)
+            }
+            StorageType::SparseSet => self.sparse_set(c)?.get(entity),
+        }
+    }
+
+    /// `entity`'s `T`.
+    #[inline]
+    pub fn get<T: Component>(&self, entity: Entity) -> Option<&T> {
+        let loc = self.entities.location(entity)?;
+        let c = self.components.id::<T>()?;
+        let ptr = self.component_ptr(entity, loc, c)?;
+        // SAFETY: the pointer is to a live `T` (the registry's type for `c`), borrowed via `&self`.
+        Some(unsafe { ptr.cast::<T>().as_ref() })
+    }
+
+    /// `entity`'s `T`, mutably; marks it changed at the current tick.
+    #[inline]
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Option<&mut T> {
+        let loc = self.entities.location(entity)?;
+        let c = self.components.id::<T>()?;
+        let ptr = self.component_ptr(entity, loc, c)?;
+        if let Some(column) = self.tables[loc.table_id as usize].column_mut(c) {
+            column.changed_ticks_mut()[loc.table_row as usize] = self.change_tick;
+        }
+        // SAFETY: the pointer is to a live `T`; `&mut self` makes the borrow unique.
+        Some(unsafe { ptr.cast::<T>().as_mut() })
+    }
+
+    /// Whether `entity` has a `T`.
+    pub fn has<T: Component>(&self, entity: Entity) -> bool {
+        self.get::<T>(entity).is_some()
+    }
+
+    /// Despawns every entity and drops every component; keeps archetypes, tables and memory.
+    pub fn clear(&mut self) {
+        self.flush();
+        self.entities.clear();
+        for archetype in &mut self.archetypes {
+            archetype.clear_entities();
+        }
+        for set in self.sparse_sets.iter_mut().flatten() {
+            set.clear();
+        }
+        for table in &mut self.tables {
+            table.clear();
+        }
+    }
+
+    // ----- ticks -----
+
+    /// The current change tick.
+    #[inline]
+    pub fn change_tick(&self) -> u32 {
+        self.change_tick
+    }
+
+    /// Advances the change tick; returns the new one.
+    pub fn increment_change_tick(&mut self) -> u32 {
+        self.change_tick = self.change_tick.wrapping_add(1).max(1);
+        self.change_tick
+    }
+
+    // ----- resources -----
+
+    /// Inserts a resource, returning the one it replaces.
+    pub fn insert_resource<R: Send + Sync + 'static>(&mut self, value: R) -> Option<R> {
+        let old = self.resources.insert(TypeId::of::<R>(), Box::new(value))?;
+        Some(*old.downcast::<R>().expect("keyed by its TypeId"))
+    }
+
+    /// The resource of type `R`.
+    pub fn resource<R: Send + Sync + 'static>(&self) -> Option<&R> {
+        self.resources.get(&TypeId::of::<R>())?.downcast_ref()
+    }
+
+    /// The resource of type `R`, mutably.
+    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+        self.resources.get_mut(&TypeId::of::<R>())?.downcast_mut()
+    }
+
+    /// Removes and returns the resource of type `R`.
+    pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
+        let old = self.resources.remove(&TypeId::of::<R>())?;
+        Some(*old.downcast::<R>().expect("keyed by its TypeId"))
+    }
+
+    /// Whether a resource of type `R` exists.
+    pub fn contains_resource<R: Send + Sync + 'static>(&self) -> bool {
+        self.resources.contains_key(&TypeId::of::<R>())
+    }
+
+    // ----- memory and invariants -----
+
+    /// Reserved / committed / used bytes per table and in total (tables and sparse sets).
+    pub fn memory_stats(&self) -> MemoryStats {
+        let mut stats = MemoryStats::default();
+        for (i, table) in self.tables.iter().enumerate() {
+            let (reserved, committed, used) = table.memory();
+            stats.tables.push(TableMemory {
+                table: TableId(i as u32),
+                rows: table.len(),
+                reserved,
+                committed,
+                used,
+            });
+            stats.reserved += reserved;
+            stats.committed += committed;
+            stats.used += used;
+        }
+        for set in self.sparse_sets.iter().flatten() {
+            let (reserved, committed, used) = set.column().memory();
+            stats.reserved += reserved;
+            stats.committed += committed;
+            stats.used += used;
+        }
+        stats
+    }
+
+    /// Checks every entity location, table length, sparse-set entry and archetype membership;
+    /// panics with a description of the first broken one. A test and debugging aid: O(entities).
+    pub fn check_invariants(&self) {
+        let mut total = 0;
+        for archetype in &self.archetypes {
+            let table = &self.tables[archetype.table_id().index()];
+            for (row, ae) in archetype.entities().iter().enumerate() {
+                let loc = self.entities.location(ae.entity).unwrap_or_else(|| {
+                    panic!("{} in archetype {:?} is dead", ae.entity, archetype.id())
+                });
+                assert_eq!(loc.archetype_id, archetype.id().0, "{}: archetype", ae.entity);
+                assert_eq!(loc.archetype_row as usize, row, "{}: archetype row", ae.entity);
+                assert_eq!(loc.table_id, archetype.table_id().0, "{}: table", ae.entity);
+                assert_eq!(loc.table_row, ae.table_row, "{}: table row", ae.entity);
+                assert_eq!(table.entities()[ae.table_row as usize], ae.entity, "table entity");
+                for &c in archetype.sparse_components() {
+                    assert!(self.sparse_set(c).is_some_and(|s| s.contains(ae.entity)), "sparse");
+                }
+            }
+            total += archetype.len();
+        }
+        assert_eq!(total, self.entities.len(), "archetype entities vs live entities");
+        for table in &self.tables {
+            for column in table.columns() {
+                assert_eq!(column.data().len(), table.len(), "column length");
+                assert_eq!(column.added_ticks().len(), table.len(), "added ticks length");
+                assert_eq!(column.changed_ticks().len(), table.len(), "changed ticks length");
+            }
+        }
+        let table_rows: usize = self.tables.iter().map(Table::len).sum();
+        assert_eq!(table_rows, self.entities.len(), "table rows vs live entities");
+        for set in self.sparse_sets.iter().flatten() {
+            assert_eq!(set.column().len(), set.len());
+            for &e in set.entities() {
+                assert!(self.entities.is_alive(e), "sparse set holds dead {e}");
+            }
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // Resources and storage drop themselves; flush so reserved ids are accounted for.
+        self.resources.clear();
+    }
+}
+
+/// Removes `loc`'s archetype row, fixing the location of the entity moved into it.
+fn unlink_archetype_row(
+    entities: &mut Entities,
+    archetypes: &mut [Archetype],
+    loc: EntityLocation,
+) {
+    if let Some(moved) = archetypes[loc.archetype_id as usize].swap_remove(loc.archetype_row) {
+        let mut moved_loc = entities.location(moved).expect("archetype entities are alive");
+        moved_loc.archetype_row = loc.archetype_row;
+        entities.set_location(moved, moved_loc);
+    }
+}
+
+/// Records that `entity`'s table row is now `row` (after a swap-remove moved it).
+fn fix_table_row(entities: &mut Entities, archetypes: &mut [Archetype], entity: Entity, row: u32) {
+    let mut loc = entities.location(entity).expect("table entities are alive");
+    loc.table_row = row;
+    archetypes[loc.archetype_id as usize].set_table_row(loc.archetype_row, row);
+    entities.set_location(entity, loc);
+}
+
+/// Two distinct elements of a slice, mutably.
+fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b);
+    if a < b {
+        let (left, right) = items.split_at_mut(b);
+        (&mut left[a], &mut right[0])
+    } else {
+        let (left, right) = items.split_at_mut(a);
+        (&mut right[0], &mut left[b])
+    }
+}
+
+/// Drops values that were handed over but not stored.
+///
+/// # Safety
+/// - `ptrs[i]` is a live value of `ids[i]`'s type, owned by the caller and not used again.
+unsafe fn drop_values(components: &Components, ids: &[ComponentId], ptrs: &[*mut u8]) {
+    for (&c, &ptr) in ids.iter().zip(ptrs) {
+        if let Some(drop) = components.info(c).drop_fn() {
+            // SAFETY: a live value of `c`'s type, dropped once (caller).
+            unsafe { drop(ptr) };
+        }
+    }
+}
+
+/// Removes an entity from sparse sets `ids[next..]`; when a value's `Drop` panics, its own
+/// `Drop` (run while unwinding) carries on with the rest.
+struct SparseRemover<'a> {
+    sets: &'a mut [Option<ComponentSparseSet>],
+    ids: &'a [ComponentId],
+    entity: Entity,
+    next: usize,
+}
+
+impl SparseRemover<'_> {
+    fn run(&mut self) {
+        while self.next < self.ids.len() {
+            let c = self.ids[self.next];
+            self.next += 1;
+            if let Some(set) = self.sets[c.index()].as_mut() {
+                set.remove_and_drop(self.entity);
+            }
+        }
+    }
+}
+
+impl Drop for SparseRemover<'_> {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
+const _: () = {
+    const fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<World>();
+};
+
+#[cfg(test)]
+mod tests;

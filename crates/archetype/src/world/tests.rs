@@ -1,0 +1,420 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32, f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(f32, f32);
+#[derive(Debug, Clone, PartialEq)]
+struct Name(String);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tag;
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sparse(u32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(align(4096))]
+struct PageAligned(u64);
+
+/// Counts drops; panics on drop when `panic` is set (and not already unwinding).
+#[derive(Debug)]
+struct Tracked {
+    drops: Arc<AtomicUsize>,
+    panic: bool,
+}
+
+impl Tracked {
+    fn new(drops: &Arc<AtomicUsize>) -> Self {
+        Self { drops: drops.clone(), panic: false }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.panic && !std::thread::panicking() {
+            panic!("Tracked panics on drop");
+        }
+    }
+}
+
+fn sparse_world() -> World {
+    let mut world = World::new();
+    world.register_component::<Sparse>(StorageType::SparseSet).unwrap();
+    world
+}
+
+#[test]
+fn spawn_get_despawn() {
+    let mut world = World::new();
+    let a = world.spawn((Pos(1.0, 2.0), Vel(0.5, 0.0)));
+    let b = world.spawn((Pos(3.0, 4.0), Name("b".into())));
+    assert_eq!(world.len(), 2);
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(1.0, 2.0)));
+    assert_eq!(world.get::<Vel>(b), None);
+    assert_eq!(world.get::<Name>(b).unwrap().0, "b");
+    world.get_mut::<Pos>(a).unwrap().0 = 10.0;
+    assert_eq!(world.get::<Pos>(a).unwrap().0, 10.0);
+    world.despawn(a).unwrap();
+    assert!(!world.contains(a));
+    assert_eq!(world.get::<Pos>(a), None);
+    assert!(matches!(world.despawn(a), Err(EntityError::NoSuchEntity(e)) if e == a));
+    assert!(matches!(world.insert(a, (Tag,)), Err(EntityError::NoSuchEntity(_))));
+    assert!(world.remove::<(Pos,)>(a).is_none());
+    assert_eq!(world.len(), 1);
+    world.check_invariants();
+}
+
+#[test]
+fn despawning_middle_and_last_rows_keeps_locations() {
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..10).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    world.despawn(es[3]).unwrap();
+    world.despawn(es[9]).unwrap();
+    world.despawn(es[0]).unwrap();
+    world.check_invariants();
+    for (i, &e) in es.iter().enumerate() {
+        if [0, 3, 9].contains(&i) {
+            assert!(!world.contains(e));
+        } else {
+            assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+        }
+    }
+}
+
+#[test]
+fn insert_and_remove_move_rows_and_values() {
+    let mut world = World::new();
+    let e = world.spawn((Pos(1.0, 1.0),));
+    let other = world.spawn((Pos(2.0, 2.0),));
+    world.insert(e, (Vel(3.0, 3.0), Name("e".into()))).unwrap();
+    assert_eq!(world.get::<Pos>(e), Some(&Pos(1.0, 1.0)));
+    assert_eq!(world.get::<Vel>(e), Some(&Vel(3.0, 3.0)));
+    assert_eq!(world.get::<Pos>(other), Some(&Pos(2.0, 2.0)));
+    world.check_invariants();
+    // Replacing a component it has.
+    world.insert(e, (Name("renamed".into()),)).unwrap();
+    assert_eq!(world.get::<Name>(e).unwrap().0, "renamed");
+    let (vel, name) = world.remove::<(Vel, Name)>(e).unwrap();
+    assert_eq!((vel, name.0.as_str()), (Vel(3.0, 3.0), "renamed"));
+    assert!(world.get::<Vel>(e).is_none());
+    assert_eq!(world.get::<Pos>(e), Some(&Pos(1.0, 1.0)));
+    // Removing what it lacks changes nothing.
+    assert!(matches!(world.try_remove::<(Pos, Vel)>(e), Err(EntityError::MissingComponent { .. })));
+    assert_eq!(world.get::<Pos>(e), Some(&Pos(1.0, 1.0)));
+    world.check_invariants();
+}
+
+#[test]
+fn archetype_edges_are_cached() {
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..100).map(|_| world.spawn((Pos(0.0, 0.0),))).collect();
+    let before = world.edge_stats();
+    for &e in &es {
+        world.insert(e, (Vel(1.0, 1.0),)).unwrap();
+    }
+    for &e in &es {
+        world.remove::<(Vel,)>(e).unwrap();
+    }
+    let after = world.edge_stats();
+    assert_eq!(after.misses - before.misses, 2, "one insert edge and one remove edge built");
+    assert_eq!(after.hits - before.hits, 198, "every other transition used the cache");
+    world.check_invariants();
+}
+
+#[test]
+fn sparse_set_components_change_the_archetype_not_the_table() {
+    let mut world = sparse_world();
+    let e = world.spawn((Pos(1.0, 2.0),));
+    let f = world.spawn((Pos(5.0, 6.0),));
+    let table_before = world.entities().location(e).unwrap().table_id;
+    let tables_before = world.tables().len();
+    world.insert(e, (Sparse(7),)).unwrap();
+    let loc = world.entities().location(e).unwrap();
+    assert_eq!(loc.table_id, table_before, "the table row did not move");
+    assert_eq!(world.tables().len(), tables_before);
+    assert_ne!(loc.archetype_id, world.entities().location(f).unwrap().archetype_id);
+    assert_eq!(world.get::<Sparse>(e), Some(&Sparse(7)));
+    world.insert(e, (Sparse(8),)).unwrap();
+    assert_eq!(world.get::<Sparse>(e), Some(&Sparse(8)));
+    world.check_invariants();
+    assert_eq!(world.remove::<(Sparse,)>(e), Some((Sparse(8),)));
+    assert_eq!(world.entities().location(e).unwrap().table_id, table_before);
+    let g = world.spawn((Sparse(1), Vel(0.0, 0.0)));
+    world.despawn(f).unwrap();
+    assert_eq!(world.get::<Sparse>(g), Some(&Sparse(1)));
+    world.despawn(g).unwrap();
+    world.check_invariants();
+    assert_eq!(world.sparse_set(world.components().id::<Sparse>().unwrap()).unwrap().len(), 0);
+}
+
+#[test]
+fn every_value_is_dropped_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    let mut es = Vec::new();
+    for i in 0..20 {
+        let e = world.spawn((Tracked::new(&drops), Pos(i as f32, 0.0)));
+        es.push(e);
+    }
+    for &e in &es[..10] {
+        world.insert(e, (Vel(0.0, 0.0),)).unwrap(); // moves the Tracked row
+    }
+    for &e in &es[..5] {
+        world.insert(e, (Tracked::new(&drops),)).unwrap(); // replaces: drops the old one
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+    let (t,) = world.remove::<(Tracked,)>(es[6]).unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+    drop(t);
+    assert_eq!(drops.load(Ordering::SeqCst), 6);
+    world.despawn(es[7]).unwrap();
+    assert_eq!(drops.load(Ordering::SeqCst), 7);
+    world.check_invariants();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 25, "20 spawned + 5 inserted, each dropped once");
+}
+
+#[test]
+fn a_panicking_drop_during_despawn_leaves_the_world_consistent() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    let keep = world.spawn((Tracked::new(&drops), Pos(0.0, 0.0)));
+    let bad =
+        world.spawn((Tracked { drops: drops.clone(), panic: true }, Sparse(1), Name("x".into())));
+    let last = world.spawn((Tracked::new(&drops), Sparse(2), Name("y".into())));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.despawn(bad)));
+    assert!(result.is_err());
+    assert!(!world.contains(bad));
+    world.check_invariants();
+    assert_eq!(world.get::<Sparse>(last), Some(&Sparse(2)));
+    assert_eq!(world.get::<Name>(last).unwrap().0, "y");
+    assert!(world.contains(keep));
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn duplicate_components_in_a_bundle_are_rejected() {
+    let mut world = World::new();
+    let err = world.try_spawn((Pos(0.0, 0.0), Pos(1.0, 1.0))).unwrap_err();
+    assert!(matches!(err, EntityError::Component(ComponentError::DuplicateComponent { .. })));
+    assert!(err.to_string().contains("Pos"), "{err}");
+    assert!(world.is_empty());
+    let e = world.spawn((Tag,));
+    assert!(world.insert(e, (Vel(0.0, 0.0), Vel(1.0, 1.0))).is_err());
+    assert!(world.get::<Vel>(e).is_none());
+    world.check_invariants();
+}
+
+#[test]
+fn zst_and_page_aligned_components() {
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..50).map(|i| world.spawn((Tag, PageAligned(i)))).collect();
+    for (i, &e) in es.iter().enumerate() {
+        let value = world.get::<PageAligned>(e).unwrap();
+        assert_eq!(value.0, i as u64);
+        assert_eq!(value as *const PageAligned as usize % 4096, 0);
+        assert!(world.has::<Tag>(e));
+    }
+    world.remove::<(Tag,)>(es[3]).unwrap();
+    assert_eq!(world.get::<PageAligned>(es[3]).unwrap().0, 3);
+    world.check_invariants();
+}
+
+#[test]
+fn reserved_entities_appear_on_flush() {
+    let mut world = World::new();
+    let e = world.reserve_entity();
+    assert!(!world.contains(e));
+    world.flush();
+    assert!(world.contains(e));
+    world.insert(e, (Pos(1.0, 1.0),)).unwrap();
+    let f = world.reserve_entity();
+    let g = world.spawn((Vel(0.0, 0.0),)); // flushes `f` first
+    assert!(world.contains(f) && world.contains(g));
+    world.check_invariants();
+}
+
+#[test]
+fn resources() {
+    let mut world = World::new();
+    assert!(world.resource::<u32>().is_none());
+    assert_eq!(world.insert_resource(5u32), None);
+    assert_eq!(world.insert_resource(6u32), Some(5));
+    *world.resource_mut::<u32>().unwrap() += 1;
+    assert_eq!(world.resource::<u32>(), Some(&7));
+    assert!(world.contains_resource::<u32>());
+    assert_eq!(world.remove_resource::<u32>(), Some(7));
+    assert!(!world.contains_resource::<u32>());
+}
+
+#[test]
+fn spawn_batch_clear_and_memory_stats() {
+    let mut world = World::new();
+    let es = world.spawn_batch((0..1000).map(|i| (Pos(i as f32, 0.0), Vel(1.0, 0.0))));
+    assert_eq!(es.len(), 1000);
+    assert_eq!(world.get::<Pos>(es[999]), Some(&Pos(999.0, 0.0)));
+    let stats = world.memory_stats();
+    assert!(stats.used >= 1000 * (size_of::<Pos>() + size_of::<Vel>()));
+    assert!(stats.committed >= stats.used && stats.reserved >= stats.committed);
+    assert_eq!(stats.tables.iter().map(|t| t.rows).sum::<usize>(), 1000);
+    world.clear();
+    assert!(world.is_empty());
+    assert!(es.iter().all(|&e| !world.contains(e)));
+    assert_eq!(world.memory_stats().used, 0);
+    world.check_invariants();
+}
+
+#[test]
+fn storage_type_conflicts_are_errors() {
+    let mut world = World::new();
+    world.spawn((Pos(0.0, 0.0),));
+    assert!(world.register_component::<Pos>(StorageType::SparseSet).is_err());
+}
+
+// ----- model test -----
+
+#[derive(Debug, Clone)]
+enum Op {
+    Spawn(u8, u32),
+    Despawn(usize),
+    Insert(usize, u8, u32),
+    Remove(usize, u8),
+    Get(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (any::<u8>(), any::<u32>()).prop_map(|(m, v)| Op::Spawn(m, v)),
+        1 => any::<usize>().prop_map(Op::Despawn),
+        3 => (any::<usize>(), any::<u8>(), any::<u32>()).prop_map(|(e, m, v)| Op::Insert(e, m, v)),
+        2 => (any::<usize>(), any::<u8>()).prop_map(|(e, m)| Op::Remove(e, m)),
+        2 => any::<usize>().prop_map(Op::Get),
+    ]
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct A(u32);
+#[derive(Debug, Clone, PartialEq)]
+struct B(String);
+#[derive(Debug, Clone, PartialEq)]
+struct S(u32);
+
+/// Which of A (table), B (table, needs drop) and S (sparse) the bits of `m` select.
+type Model = HashMap<Entity, (Option<u32>, Option<String>, Option<u32>)>;
+
+fn apply_insert(world: &mut World, e: Entity, m: u8, v: u32) -> Result<(), EntityError> {
+    match m % 7 {
+        0 => world.insert(e, (A(v),)),
+        1 => world.insert(e, (B(v.to_string()),)),
+        2 => world.insert(e, (S(v),)),
+        3 => world.insert(e, (A(v), B(v.to_string()))),
+        4 => world.insert(e, (S(v), A(v))),
+        5 => world.insert(e, (B(v.to_string()), S(v))),
+        _ => world.insert(e, (A(v), B(v.to_string()), S(v))),
+    }
+}
+
+fn mask(m: u8) -> (bool, bool, bool) {
+    match m % 7 {
+        0 => (true, false, false),
+        1 => (false, true, false),
+        2 => (false, false, true),
+        3 => (true, true, false),
+        4 => (true, false, true),
+        5 => (false, true, true),
+        _ => (true, true, true),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 16 }))]
+    #[test]
+    fn world_matches_a_hashmap_model(ops in proptest::collection::vec(op(), if cfg!(miri) { 40 } else { 10_000 })) {
+        let mut world = World::new();
+        world.register_component::<S>(StorageType::SparseSet).unwrap();
+        let mut model: Model = HashMap::new();
+        let mut known: Vec<Entity> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Spawn(m, v) => {
+                    let e = world.spawn((A(v),));
+                    model.insert(e, (Some(v), None, None));
+                    known.push(e);
+                    let (_, b, s) = mask(m);
+                    if b || s {
+                        apply_insert(&mut world, e, m, v).unwrap();
+                        let entry = model.get_mut(&e).unwrap();
+                        let (a, b, s) = mask(m);
+                        if a { entry.0 = Some(v); }
+                        if b { entry.1 = Some(v.to_string()); }
+                        if s { entry.2 = Some(v); }
+                    }
+                }
+                Op::Despawn(i) if !known.is_empty() => {
+                    let e = known[i % known.len()];
+                    prop_assert_eq!(world.despawn(e).is_ok(), model.remove(&e).is_some());
+                }
+                Op::Insert(i, m, v) if !known.is_empty() => {
+                    let e = known[i % known.len()];
+                    let result = apply_insert(&mut world, e, m, v);
+                    match model.get_mut(&e) {
+                        Some(entry) => {
+                            prop_assert!(result.is_ok());
+                            let (a, b, s) = mask(m);
+                            if a { entry.0 = Some(v); }
+                            if b { entry.1 = Some(v.to_string()); }
+                            if s { entry.2 = Some(v); }
+                        }
+                        None => prop_assert!(matches!(result, Err(EntityError::NoSuchEntity(_)))),
+                    }
+                }
+                Op::Remove(i, m) if !known.is_empty() => {
+                    let e = known[i % known.len()];
+                    let entry = model.get_mut(&e);
+                    match m % 3 {
+                        0 => {
+                            let expected = entry.and_then(|en| en.0.take()).map(|v| (A(v),));
+                            prop_assert_eq!(world.remove::<(A,)>(e), expected);
+                        }
+                        1 => {
+                            let got = world.remove::<(B, S)>(e);
+                            let expected = match entry {
+                                Some(en) if en.1.is_some() && en.2.is_some() => {
+                                    Some((B(en.1.take().unwrap()), S(en.2.take().unwrap())))
+                                }
+                                _ => None,
+                            };
+                            prop_assert_eq!(got, expected);
+                        }
+                        _ => {
+                            let expected = entry.and_then(|en| en.2.take()).map(|v| (S(v),));
+                            prop_assert_eq!(world.remove::<(S,)>(e), expected);
+                        }
+                    }
+                }
+                Op::Get(i) if !known.is_empty() => {
+                    let e = known[i % known.len()];
+                    let expected = model.get(&e);
+                    prop_assert_eq!(world.contains(e), expected.is_some());
+                    prop_assert_eq!(world.get::<A>(e).map(|a| a.0), expected.and_then(|m| m.0));
+                    prop_assert_eq!(world.get::<B>(e).map(|b| b.0.clone()), expected.and_then(|m| m.1.clone()));
+                    prop_assert_eq!(world.get::<S>(e).map(|s| s.0), expected.and_then(|m| m.2));
+                }
+                _ => {}
+            }
+            prop_assert_eq!(world.len(), model.len());
+        }
+        world.check_invariants();
+        for (&e, (a, b, s)) in &model {
+            prop_assert_eq!(world.get::<A>(e).map(|x| x.0), *a);
+            prop_assert_eq!(world.get::<B>(e).map(|x| x.0.clone()), b.clone());
+            prop_assert_eq!(world.get::<S>(e).map(|x| x.0), *s);
+        }
+    }
+}
