@@ -44,7 +44,9 @@ impl TableColumn {
     fn new(components: &Components, id: ComponentId) -> Self {
         let info = components.info(id);
         Self {
-            data: Column::new(info.layout(), info.drop_fn()),
+            // SAFETY: the registry records the layout and drop fn of one `Component` type,
+            // which is `Send + Sync`.
+            data: unsafe { Column::new(info.layout(), info.drop_fn()) },
             added: Column::of::<u32>(),
             changed: Column::of::<u32>(),
         }

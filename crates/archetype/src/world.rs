@@ -183,7 +183,11 @@ impl World {
             }
             let info = self.components.info(c);
             self.sparse_sets[c.index()]
-                .get_or_insert_with(|| ComponentSparseSet::new(info.layout(), info.drop_fn()));
+                // SAFETY: the registry records the layout and drop fn of one `Component` type,
+                // which is `Send + Sync`.
+                .get_or_insert_with(|| unsafe {
+                    ComponentSparseSet::new(info.layout(), info.drop_fn())
+                });
         }
         let table_id = match self.table_index.get(&table_ids) {
             Some(&t) => t,

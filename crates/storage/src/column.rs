@@ -25,9 +25,10 @@ pub type DropFn = unsafe fn(*mut u8);
 
 /// A type-erased, growable, dense array of one component type.
 ///
-/// `Column` is `Send` and `Sync` whatever it holds, so every `unsafe` method that moves a value
-/// in requires that value's type to be `Send + Sync` (the component registry above guarantees it
-/// with its `T: Send + Sync + 'static` bound).
+/// `Column` is `Send` and `Sync` whatever it holds, so the constructors that name its type
+/// ([`Column::new`], which is `unsafe`, and [`Column::of`]) require that type to be
+/// `Send + Sync` (the component registry above guarantees it with its `T: Send + Sync + 'static`
+/// bound).
 pub struct Column {
     buf: RawBuf,
     /// Items `[0, len)` are initialised.
@@ -36,25 +37,34 @@ pub struct Column {
     drop: Option<DropFn>,
 }
 
-// SAFETY: a `Column` owns its items, and every way to put an item in (`try_push`,
-// `push_unchecked`, `replace_unchecked`, `swap_remove_into`) requires its type to be `Send + Sync`.
+// SAFETY: a `Column` owns its items, and every constructor requires their type to be
+// `Send + Sync` (`of` by its bound, `new` and `with_source` by their safety contracts).
 unsafe impl Send for Column {}
 // SAFETY: as above; `&Column` hands out only shared pointers.
 unsafe impl Sync for Column {}
 
 impl Column {
     /// An empty column of items with `layout`, dropped with `drop`.
-    pub fn new(layout: Layout, drop: Option<DropFn>) -> Self {
-        Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source())
+    ///
+    /// # Safety
+    /// - `layout` and `drop` describe one `Send + Sync` type (the column's type): `drop`, if
+    ///   any, drops a value with that layout.
+    pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source()) }
     }
 
     /// An empty column for values of type `T`.
-    pub fn of<T>() -> Self {
-        Self::new(Layout::new::<T>(), drop_fn_of::<T>())
+    pub fn of<T: Send + Sync>() -> Self {
+        // SAFETY: the layout and the drop fn are both `T`'s, and `T` is `Send + Sync`.
+        unsafe { Self::new(Layout::new::<T>(), drop_fn_of::<T>()) }
     }
 
     /// An empty column whose reservation is `max_bytes` large and comes from `source`.
-    pub fn with_source(
+    ///
+    /// # Safety
+    /// - As for [`Column::new`].
+    pub unsafe fn with_source(
         layout: Layout,
         drop: Option<DropFn>,
         max_bytes: usize,
@@ -109,8 +119,8 @@ impl Column {
     /// On error the value still belongs to the caller and the column is unchanged.
     ///
     /// # Safety
-    /// - `src` points to a valid value of the column's type, readable for its size.
-    /// - The column's type is `Send + Sync`.
+    /// - `src` points to a valid value of the column's type, readable for its size, that does
+    ///   not live in this column (growing may move or free the column's memory first).
     /// - On `Ok`, the caller treats the value at `src` as moved out (does not drop or use it).
     #[inline]
     pub unsafe fn try_push(&mut self, src: *const u8) -> Result<(), StorageError> {
@@ -127,7 +137,7 @@ impl Column {
     ///
     /// # Safety
     /// - `len < capacity()` (call [`Column::try_reserve`] first).
-    /// - `src` points to a valid value of the column's type, which is `Send + Sync`, and the
+    /// - `src` points to a valid value of the column's type, not inside this column, and the
     ///   caller treats it as moved.
     #[inline]
     pub unsafe fn push_unchecked(&mut self, src: *const u8) {
@@ -155,7 +165,7 @@ impl Column {
     ///
     /// # Safety
     /// - `row < len`.
-    /// - `src` points to a valid value of the column's type, which is `Send + Sync`, and the
+    /// - `src` points to a valid value of the column's type, not inside this column, and the
     ///   caller treats it as moved.
     pub unsafe fn replace_unchecked(&mut self, row: usize, src: *const u8) {
         debug_assert!(row < self.len);

@@ -23,7 +23,8 @@ pub enum StorageError {
         /// The OS's own error.
         source: io::Error,
     },
-    /// The OS refused to decommit a range (the pages stay committed; nothing is lost).
+    /// The OS refused to decommit a range. The range counts as decommitted anyway (it held no
+    /// live items) and is committed again before any use.
     Decommit {
         /// Offset of the range inside its reservation.
         offset: usize,

@@ -173,7 +173,8 @@ impl RawBuf {
     fn grow_heap(&mut self, needed_bytes: usize) -> Result<(), StorageError> {
         let size = self.item.size();
         let old_bytes = self.cap * size;
-        let new_bytes = needed_bytes.max(old_bytes * 2).max(64).min(self.small_limit);
+        let limit = self.small_limit.min(self.max_bytes);
+        let new_bytes = needed_bytes.max(old_bytes * 2).max(64).min(limit);
         let new_bytes = new_bytes.max(needed_bytes) / size * size;
         let new_layout = Layout::from_size_align(new_bytes, self.item.align())
             .expect("heap column size is at most the small limit");
@@ -233,8 +234,10 @@ impl RawBuf {
     /// Decommits whole pages past `len` items (reserved buffers only).
     pub(crate) fn shrink_to(&mut self, len: usize) -> Result<(), StorageError> {
         if let Backing::Reserved(reservation) = &mut self.backing {
-            reservation.decommit_to(len * self.item.size())?;
-            self.cap = reservation.committed_bytes() / self.item.size();
+            let result = reservation.decommit_to(len * self.item.size());
+            // Also after a failure, which may have taken the pages (see `decommit_to`).
+            self.cap = reservation.committed_bytes().min(self.max_bytes) / self.item.size();
+            result?;
         }
         Ok(())
     }

@@ -67,17 +67,18 @@ pub struct ComponentSparseSet {
 
 impl ComponentSparseSet {
     /// An empty set of items with `layout`, dropped with `drop`.
-    pub fn new(layout: Layout, drop: Option<DropFn>) -> Self {
-        Self {
-            sparse: SparseArray::default(),
-            entities: Vec::new(),
-            data: Column::new(layout, drop),
-        }
+    ///
+    /// # Safety
+    /// - As for [`Column::new`]: `layout` and `drop` describe one `Send + Sync` type.
+    pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
+        // SAFETY: forwarded from the caller.
+        let data = unsafe { Column::new(layout, drop) };
+        Self { sparse: SparseArray::default(), entities: Vec::new(), data }
     }
 
     /// An empty set for values of type `T`.
-    pub fn of<T>() -> Self {
-        Self::new(Layout::new::<T>(), crate::column::drop_fn_of::<T>())
+    pub fn of<T: Send + Sync>() -> Self {
+        Self { sparse: SparseArray::default(), entities: Vec::new(), data: Column::of::<T>() }
     }
 
     /// The number of entities in the set.
@@ -142,8 +143,8 @@ impl ComponentSparseSet {
     /// still belongs to the caller.
     ///
     /// # Safety
-    /// - `src` points to a valid value of the set's type, which is `Send + Sync`; on `Ok` the
-    ///   caller treats it as moved.
+    /// - `src` points to a valid value of the set's type that does not live in this set; on
+    ///   `Ok` the caller treats it as moved.
     pub unsafe fn insert(&mut self, entity: Entity, src: *const u8) -> Result<(), StorageError> {
         if let Some(dense) = self.sparse.get(entity.index()) {
             let dense = dense as usize;

@@ -36,6 +36,7 @@ use crate::error::StorageError;
 /// - after `commit(ptr, len)` returns `Ok`, those bytes are readable and writable, and hold zeros
 ///   if they were never committed before or were decommitted since;
 /// - `decommit` and `release` never affect bytes outside the given range.
+/// - `page_size` is a power of two and never changes.
 pub unsafe trait PageSource: Send + Sync + fmt::Debug {
     /// The page size: every pointer and length passed in is a multiple of it.
     fn page_size(&self) -> usize;
@@ -346,7 +347,9 @@ impl Reservation {
 
     /// Decommits whole pages above `bytes`, which must not be used again until recommitted.
     ///
-    /// On error the pages stay committed and the counts are unchanged.
+    /// On error the range counts as decommitted all the same: a failed `mmap(MAP_FIXED)` may
+    /// already have dropped the old pages, so the range is never touched again without a
+    /// successful commit first.
     pub fn decommit_to(&mut self, bytes: usize) -> Result<(), StorageError> {
         let keep = round_up(bytes, self.page_size()).unwrap_or(usize::MAX);
         if keep >= self.committed {
@@ -357,9 +360,8 @@ impl Reservation {
         // - `keep..committed` lies inside our live reservation, page aligned at both ends.
         // - `&mut self` and the caller's promise mean nothing uses those bytes any more.
         let result = unsafe { self.source.decommit(self.ptr_at(keep), len) };
-        result.map_err(|source| StorageError::Decommit { offset: keep, bytes: len, source })?;
         self.committed = keep;
-        Ok(())
+        result.map_err(|source| StorageError::Decommit { offset: keep, bytes: len, source })
     }
 
     fn ptr_at(&self, offset: usize) -> NonNull<u8> {

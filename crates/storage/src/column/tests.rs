@@ -20,6 +20,12 @@ fn take<T>(column: &mut Column, row: usize) -> T {
     }
 }
 
+/// A `u64` column of at most `max_bytes` from `source`.
+fn u64_column(max_bytes: usize, source: std::sync::Arc<dyn crate::vm::PageSource>) -> Column {
+    // SAFETY: the layout is `u64`'s and a `u64` needs no drop; `u64` is `Send + Sync`.
+    unsafe { Column::with_source(std::alloc::Layout::new::<u64>(), None, max_bytes, source) }
+}
+
 fn values<T: Copy>(column: &Column) -> Vec<T> {
     // SAFETY: the tests only read columns of the type they pushed.
     unsafe { column.as_slice::<T>().to_vec() }
@@ -175,8 +181,7 @@ fn zst_over_aligned_and_big_items() {
 #[test]
 fn commit_failure_leaves_the_column_unchanged() {
     let source = FaultyPages::failing_commit(0);
-    let mut c =
-        Column::with_source(std::alloc::Layout::new::<u64>(), None, 1 << 20, source.clone());
+    let mut c = u64_column(1 << 20, source.clone());
     let heap_items = crate::SMALL_COLUMN_BYTES / 8;
     for i in 0..heap_items as u64 {
         push(&mut c, i);
@@ -196,12 +201,7 @@ fn commit_failure_leaves_the_column_unchanged() {
 
 #[test]
 fn capacity_exhaustion_is_an_error() {
-    let mut c = Column::with_source(
-        std::alloc::Layout::new::<u64>(),
-        None,
-        64 << 10,
-        crate::vm::default_source(),
-    );
+    let mut c = u64_column(64 << 10, crate::vm::default_source());
     for i in 0..8192u64 {
         push(&mut c, i);
     }
@@ -210,4 +210,31 @@ fn capacity_exhaustion_is_an_error() {
     let err = unsafe { c.try_push((&value as *const u64).cast()) }.unwrap_err();
     assert!(matches!(err, StorageError::CapacityExceeded { capacity: 8192, .. }), "{err}");
     assert_eq!(c.len(), 8192);
+}
+
+#[test]
+fn the_heap_phase_respects_a_small_maximum() {
+    let mut c = u64_column(100, crate::vm::default_source());
+    for i in 0..12u64 {
+        push(&mut c, i);
+    }
+    let value = 12u64;
+    // SAFETY: the column holds u64s; `value` is a local, not in the column.
+    let err = unsafe { c.try_push((&value as *const u64).cast()) }.unwrap_err();
+    assert!(matches!(err, StorageError::CapacityExceeded { capacity: 12, .. }), "{err}");
+    assert!(c.memory().1 <= 100);
+}
+
+#[test]
+fn shrinking_never_raises_capacity_past_the_maximum() {
+    let mut c = u64_column(20_000, crate::vm::default_source());
+    while c.len() < 2500 {
+        let n = c.len() as u64;
+        push(&mut c, n);
+    }
+    c.shrink_to_fit().unwrap();
+    assert!(c.capacity() <= 2500);
+    let value = 1u64;
+    // SAFETY: the column holds u64s; `value` is a local, not in the column.
+    assert!(unsafe { c.try_push((&value as *const u64).cast()) }.is_err());
 }

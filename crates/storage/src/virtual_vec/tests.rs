@@ -240,3 +240,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn shrinking_never_raises_capacity_past_the_maximum() {
+    let mut v = VirtualVec::with_max_capacity(100);
+    for i in 0..100u64 {
+        v.push(i);
+    }
+    assert!(v.try_push(100).is_err());
+    v.shrink_to_fit().unwrap();
+    assert!(v.capacity() <= v.max_capacity());
+    assert!(v.try_push(100).is_err());
+}
