@@ -2,6 +2,26 @@
 //! the [`World`].
 //!
 //! It re-exports the storage layer below it, so each layer sees everything beneath.
+//!
+//! ```
+//! use folio_archetype::{StorageType, World};
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Position(f32, f32);
+//! struct Velocity(f32, f32);
+//! struct Stunned; // toggled often: keep it in a sparse set, so toggling moves no table rows
+//!
+//! let mut world = World::new();
+//! world.register_component::<Stunned>(StorageType::SparseSet).unwrap();
+//! let e = world.spawn((Position(0.0, 0.0), Velocity(1.0, 0.5)));
+//! world.insert(e, (Stunned,)).unwrap();
+//! assert!(world.has::<Stunned>(e));
+//! world.remove::<(Stunned,)>(e).unwrap();
+//! world.get_mut::<Position>(e).unwrap().0 += 1.0;
+//! assert_eq!(world.get::<Position>(e), Some(&Position(1.0, 0.0)));
+//! world.despawn(e).unwrap();
+//! assert!(world.despawn(e).is_err()); // a stale entity is an error, never a panic
+//! ```
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod archetype;
