@@ -1,0 +1,187 @@
+//! Storage benchmarks of issue 2: `insert_10m`, `commit_step`, `remove_10m` and `handle_map`.
+//!
+//! Every group takes 10 samples with short measurement times, so the whole file runs in a few
+//! minutes on a 2-core machine; the 10M groups use flat sampling (one iteration per sample),
+//! because a single iteration already takes a sizeable fraction of a second. Drops are never
+//! timed. `scripts/bench-table` turns the results into the table in `docs/PERFORMANCE.md`.
+#![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
+use folio_benches::{SplitMix64, SwapRemoveVec, TEN_MILLION, Transform, shuffled_ids};
+use folio_storage::{HandleMap, VirtualPool, VirtualVec};
+
+/// Items in the `handle_map` group.
+const HANDLE_MAP_LEN: usize = 100_000;
+
+/// The commit steps the `commit_step` group compares (`COMMIT_STEP_MAX` is one of them).
+const COMMIT_STEPS: [usize; 4] = [64 << 10, 256 << 10, 1 << 20, 4 << 20];
+
+fn insert_10m(c: &mut Criterion) {
+    let mut group = c.benchmark_group("insert_10m");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("VirtualVec::new", |b| {
+        b.iter_with_large_drop(|| {
+            let mut v = VirtualVec::new();
+            for i in 0..TEN_MILLION {
+                v.push(Transform::from_index(i));
+            }
+            v
+        })
+    });
+    group.bench_function("Vec::new", |b| {
+        b.iter_with_large_drop(|| {
+            let mut v = Vec::new();
+            for i in 0..TEN_MILLION {
+                v.push(Transform::from_index(i));
+            }
+            v
+        })
+    });
+    group.bench_function("Vec::with_capacity", |b| {
+        b.iter_with_large_drop(|| {
+            let mut v = Vec::with_capacity(TEN_MILLION);
+            for i in 0..TEN_MILLION {
+                v.push(Transform::from_index(i));
+            }
+            v
+        })
+    });
+    group.finish();
+}
+
+fn commit_step(c: &mut Criterion) {
+    let mut group = c.benchmark_group("commit_step");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    // The reference, measured in the same group so the steps are compared with it side by side.
+    group.bench_function("Vec::with_capacity", |b| {
+        b.iter_with_large_drop(|| {
+            let mut v = Vec::with_capacity(TEN_MILLION);
+            for i in 0..TEN_MILLION {
+                v.push(Transform::from_index(i));
+            }
+            v
+        })
+    });
+    for step in COMMIT_STEPS {
+        let id = BenchmarkId::new("VirtualVec", format!("{}KiB", step >> 10));
+        group.bench_with_input(id, &step, |b, &step| {
+            b.iter_with_large_drop(|| {
+                let mut v = VirtualVec::with_commit_step(TEN_MILLION, step);
+                for i in 0..TEN_MILLION {
+                    v.push(Transform::from_index(i));
+                }
+                v
+            })
+        });
+    }
+    group.finish();
+}
+
+fn remove_10m(c: &mut Criterion) {
+    let order = shuffled_ids(TEN_MILLION);
+    let mut group = c.benchmark_group("remove_10m");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function("VirtualPool (freelist)", |b| {
+        b.iter_batched(
+            || {
+                let mut pool = VirtualPool::new();
+                for i in 0..TEN_MILLION {
+                    pool.insert(Transform::from_index(i));
+                }
+                pool
+            },
+            |mut pool| {
+                let mut sum = 0.0f32;
+                for &id in &order {
+                    sum += pool.remove(id as usize).map_or(0.0, |t| t.position[0]);
+                }
+                black_box(sum);
+                pool
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("Vec (swap_remove)", |b| {
+        b.iter_batched(
+            || {
+                let mut dense = Vec::with_capacity(TEN_MILLION);
+                for i in 0..TEN_MILLION {
+                    dense.push(Transform::from_index(i));
+                }
+                SwapRemoveVec::from_values(dense)
+            },
+            |mut v| {
+                let mut sum = 0.0f32;
+                for &id in &order {
+                    sum += v.remove(id).map_or(0.0, |t| t.position[0]);
+                }
+                black_box(sum);
+                v
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn filled_map() -> HandleMap<Transform> {
+    let mut map = HandleMap::new();
+    for i in 0..HANDLE_MAP_LEN {
+        map.insert(Transform::from_index(i));
+    }
+    map
+}
+
+fn handle_map(c: &mut Criterion) {
+    let mut group = c.benchmark_group("handle_map");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    group.bench_function("create", |b| b.iter_with_large_drop(filled_map));
+
+    let map = filled_map();
+    group.bench_function("iterate", |b| {
+        b.iter(|| map.iter().map(|(_, t)| t.position[0]).sum::<f32>())
+    });
+    group.bench_function("iterate_values", |b| {
+        b.iter(|| map.values().iter().map(|t| t.position[0]).sum::<f32>())
+    });
+
+    let mut handles: Vec<_> = map.iter().map(|(handle, _)| handle).collect();
+    SplitMix64::new(folio_benches::SEED).shuffle(&mut handles);
+    group.bench_function("lookup", |b| {
+        b.iter(|| handles.iter().map(|&h| map.get(h).map_or(0.0, |t| t.position[0])).sum::<f32>())
+    });
+    drop(map);
+
+    group.bench_function("clear", |b| {
+        b.iter_batched(
+            filled_map,
+            |mut map| {
+                map.clear();
+                map
+            },
+            BatchSize::NumIterations(32),
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(storage, insert_10m, commit_step, remove_10m, handle_map);
+criterion_main!(storage);
