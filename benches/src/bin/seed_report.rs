@@ -18,7 +18,10 @@
 //! `--rounds N` the whole report is repeated N times, each round starting one case later, so a
 //! first-run effect does not always land on the same case.
 //!
-//! Run: `cargo run --release -p folio-benches --bin seed_report [-- --rounds N]`.
+//! `--only TEXT` keeps the cases whose name contains `TEXT` (to count one case's system calls
+//! and faults under `perf stat`).
+//!
+//! Run: `cargo run --release -p folio-benches --bin seed_report [-- --rounds N] [--only TEXT]`.
 
 use std::fs;
 use std::hint::black_box;
@@ -315,12 +318,14 @@ fn summary_table(cases: &[Case], totals: &[(Case, Duration)], slowest: &[(Case, 
 }
 
 fn main() {
-    let rounds = parse_rounds();
+    let (rounds, only) = parse_args();
     let cases: Vec<Case> =
         [Case::VirtualVecNew, Case::VecNew, Case::VecWithCapacity, Case::VecRefill]
             .into_iter()
             .chain(COMMIT_STEPS.map(Case::VirtualVecStep))
+            .filter(|case| only.as_ref().is_none_or(|text| case.name().contains(text.as_str())))
             .collect();
+    assert!(!cases.is_empty(), "--only {only:?} matches no case");
 
     println!(
         "10,000,000 pushes of a 40-byte Transform; payload {PAYLOAD} bytes; default commit step \
@@ -344,9 +349,10 @@ fn main() {
     }
 }
 
-fn parse_rounds() -> usize {
+/// `--rounds N` (default 1) and `--only TEXT`.
+fn parse_args() -> (usize, Option<String>) {
     let mut args = std::env::args().skip(1);
-    let mut rounds = 1;
+    let (mut rounds, mut only) = (1, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--rounds" => {
@@ -356,8 +362,11 @@ fn parse_rounds() -> usize {
                     .filter(|&n| n > 0)
                     .expect("--rounds takes a positive number");
             }
-            other => panic!("unknown argument {other:?}; usage: seed_report [--rounds N]"),
+            "--only" => only = Some(args.next().expect("--only takes a text")),
+            other => {
+                panic!("unknown argument {other:?}; usage: seed_report [--rounds N] [--only TEXT]")
+            }
         }
     }
-    rounds
+    (rounds, only)
 }
