@@ -1,0 +1,206 @@
+//! folio's [`World`](folio_archetype::World) side by side with bevy_ecs, hecs and shipyard on two
+//! workloads of the public ecs_bench_suite:
+//!
+//! - `simple_insert`: spawn 10,000 entities of (Transform 4x4 f32, Position, Rotation, Velocity)
+//!   into a fresh world. As in ecs_bench_suite, world creation, the spawns and the world's drop
+//!   are all inside the timed routine, and each library uses its batch API (`spawn_batch`,
+//!   shipyard's `bulk_add_entity`).
+//! - `simple_insert_loop`: the same, but one `spawn` call per entity (shipyard through one
+//!   borrowed set of views, its fast path), the pattern of game code spawning entities one by one.
+//! - `add_remove`: a world of 10,000 entities with `A(f32)` is built untimed; the timed routine
+//!   inserts `B(f32)` into all of them, then removes `B` from all of them, leaving the world as it
+//!   found it. shipyard uses one borrowed `ViewMut<B>` for the whole pass, as ecs_bench_suite does.
+//!
+//! The component types derive both bevy's and shipyard's `Component`; folio and hecs need no
+//! derive. Sample sizes and times are small, so the file runs in about a minute on 2 cores.
+#![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
+#![allow(dead_code)] // The components are payload: written by the benches, never read back.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use shipyard::{AddComponent, EntitiesViewMut, Remove, ViewMut};
+
+/// Entities per workload.
+const N: usize = 10_000;
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct Transform([[f32; 4]; 4]);
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct Position([f32; 3]);
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct Rotation([f32; 3]);
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct Velocity([f32; 3]);
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct A(f32);
+
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct B(f32);
+
+fn identity() -> Transform {
+    let mut m = [[0.0; 4]; 4];
+    for (i, row) in m.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    Transform(m)
+}
+
+fn bundle() -> (Transform, Position, Rotation, Velocity) {
+    (identity(), Position([1.0, 0.0, 0.0]), Rotation([0.0, 1.0, 0.0]), Velocity([0.0, 0.0, 1.0]))
+}
+
+fn group_config<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group
+}
+
+fn simple_insert(c: &mut Criterion) {
+    let mut group = group_config(c, "simple_insert");
+    group.bench_function("folio", |b| {
+        b.iter(|| {
+            let mut world = folio_archetype::World::new();
+            black_box(world.spawn_batch((0..N).map(|_| bundle())));
+        })
+    });
+    group.bench_function("bevy", |b| {
+        b.iter(|| {
+            let mut world = bevy_ecs::world::World::new();
+            world.spawn_batch((0..N).map(|_| bundle())).for_each(|e| {
+                black_box(e);
+            });
+        })
+    });
+    group.bench_function("hecs", |b| {
+        b.iter(|| {
+            let mut world = hecs::World::new();
+            world.spawn_batch((0..N).map(|_| bundle())).for_each(|e| {
+                black_box(e);
+            });
+        })
+    });
+    group.bench_function("shipyard", |b| {
+        b.iter(|| {
+            let mut world = shipyard::World::new();
+            world.bulk_add_entity((0..N).map(|_| bundle())).for_each(|e| {
+                black_box(e);
+            });
+        })
+    });
+    group.finish();
+}
+
+fn simple_insert_loop(c: &mut Criterion) {
+    let mut group = group_config(c, "simple_insert_loop");
+    group.bench_function("folio", |b| {
+        b.iter(|| {
+            let mut world = folio_archetype::World::new();
+            for _ in 0..N {
+                black_box(world.spawn(bundle()));
+            }
+        })
+    });
+    group.bench_function("bevy", |b| {
+        b.iter(|| {
+            let mut world = bevy_ecs::world::World::new();
+            for _ in 0..N {
+                black_box(world.spawn(bundle()).id());
+            }
+        })
+    });
+    group.bench_function("hecs", |b| {
+        b.iter(|| {
+            let mut world = hecs::World::new();
+            for _ in 0..N {
+                black_box(world.spawn(bundle()));
+            }
+        })
+    });
+    group.bench_function("shipyard", |b| {
+        b.iter(|| {
+            let world = shipyard::World::new();
+            let (mut entities, mut t, mut p, mut r, mut v) = world
+                .borrow::<(
+                    EntitiesViewMut,
+                    ViewMut<Transform>,
+                    ViewMut<Position>,
+                    ViewMut<Rotation>,
+                    ViewMut<Velocity>,
+                )>()
+                .unwrap();
+            for _ in 0..N {
+                black_box(entities.add_entity((&mut t, &mut p, &mut r, &mut v), bundle()));
+            }
+        })
+    });
+    group.finish();
+}
+
+fn add_remove(c: &mut Criterion) {
+    let mut group = group_config(c, "add_remove");
+    group.bench_function("folio", |b| {
+        let mut world = folio_archetype::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+        b.iter(|| {
+            for &e in &entities {
+                world.insert(e, (B(0.0),)).unwrap();
+            }
+            for &e in &entities {
+                black_box(world.remove::<(B,)>(e));
+            }
+        })
+    });
+    group.bench_function("bevy", |b| {
+        let mut world = bevy_ecs::world::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn(A(0.0)).id()).collect();
+        b.iter(|| {
+            for &e in &entities {
+                world.entity_mut(e).insert(B(0.0));
+            }
+            for &e in &entities {
+                world.entity_mut(e).remove::<B>();
+            }
+        })
+    });
+    group.bench_function("hecs", |b| {
+        let mut world = hecs::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+        b.iter(|| {
+            for &e in &entities {
+                world.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &entities {
+                black_box(world.remove_one::<B>(e).unwrap());
+            }
+        })
+    });
+    group.bench_function("shipyard", |b| {
+        let mut world = shipyard::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.add_entity((A(0.0),))).collect();
+        b.iter(|| {
+            let mut vb = world.borrow::<ViewMut<B>>().unwrap();
+            for &e in &entities {
+                vb.add_component_unchecked(e, B(0.0));
+            }
+            for &e in &entities {
+                black_box(vb.remove(e));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, simple_insert, simple_insert_loop, add_remove);
+criterion_main!(benches);
