@@ -434,8 +434,9 @@ impl World {
         tick: u32,
     ) -> Result<(), EntityError> {
         let from = ArchetypeId(loc.archetype_id);
-        let bundle = &self.bundles[b];
-        let position = |id: ComponentId| bundle.ids().iter().position(|&c| c == id).unwrap();
+        // A copy (at most 16 ids, inline up to 8), so `self` can be borrowed mutably below.
+        let ids: ComponentIds = self.bundles[b].ids().into();
+        let position = |id: ComponentId| ids.iter().position(|&c| c == id).unwrap();
         let old_table = TableId(loc.table_id);
         let new_table = self.archetypes[to.index()].table_id();
         let mut loc = loc;
@@ -463,30 +464,23 @@ impl World {
             });
             if let Err(e) = reserved {
                 // SAFETY: nothing was moved; drop each value once.
-                unsafe { drop_values(&self.components, bundle.ids(), ptrs) };
+                unsafe { drop_values(&self.components, &ids, ptrs) };
                 return Err(e.into());
             }
             if new_table != old_table {
-                let (src, dst) = two_mut(&mut self.tables, old_table.index(), new_table.index());
                 // SAFETY:
-                // - `table_row < len`; both tables come from this world's registry and differ.
+                // - `loc` is the entity's location; `new_table` differs and has room for a row.
                 // - the target has every source component (insert only adds), so `taken` is
                 //   never called; `missing(id)` is the bundle's value for `id`, moved once.
-                let moved = unsafe {
-                    src.move_row(
-                        loc.table_row as usize,
-                        dst,
+                unsafe {
+                    self.move_table_row(
+                        &mut loc,
+                        new_table,
                         tick,
                         |_, _| unreachable!("insert removes nothing"),
                         |id| ptrs[position(id)],
-                    )
+                    );
                 }
-                .expect("room was reserved");
-                if let Some(swapped) = moved.swapped_in {
-                    fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
-                }
-                loc.table_row = moved.new_row as u32;
-                loc.table_id = new_table.0;
             }
             for &c in &new_sparse {
                 let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
@@ -501,7 +495,7 @@ impl World {
         // Components the entity had already: replace in place, last, as dropping the old
         // values runs user code. The entity is consistent whatever happens here.
         let from_arch = &self.archetypes[from.index()];
-        for (i, &c) in bundle.ids().iter().enumerate() {
+        for (i, &c) in ids.iter().enumerate() {
             if !from_arch.contains(c) {
                 continue;
             }
@@ -561,26 +555,19 @@ impl World {
         let bundle = unsafe { B::from_components(&mut { read }) };
         let mut loc = loc;
         if new_table != old_table {
-            let (src, dst) = two_mut(&mut self.tables, old_table.index(), new_table.index());
             // SAFETY:
-            // - `table_row < len`; both tables come from this registry and differ.
+            // - `loc` is the entity's location; `new_table` differs and has room for a row.
             // - `taken` forgets values the bundle now owns; the target has no component the
             //   source lacks (remove only removes), so `missing` is never called.
-            let moved = unsafe {
-                src.move_row(
-                    loc.table_row as usize,
-                    dst,
+            unsafe {
+                self.move_table_row(
+                    &mut loc,
+                    new_table,
                     self.change_tick,
                     |_, _| {},
                     |_| unreachable!("remove adds nothing"),
-                )
+                );
             }
-            .expect("room was reserved");
-            if let Some(swapped) = moved.swapped_in {
-                fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
-            }
-            loc.table_row = moved.new_row as u32;
-            loc.table_id = new_table.0;
         }
         for &c in self.bundles[b].ids() {
             if let Some(set) = self.sparse_sets.get_mut(c.index()).and_then(Option::as_mut) {
@@ -593,6 +580,34 @@ impl World {
         loc.archetype_id = to.0;
         self.entities.set_location(entity, loc);
         Ok(bundle)
+    }
+
+    /// Moves the row at `loc` into table `to` (see [`Table::move_row`]), fixes the location of
+    /// the entity swapped into the old row, and updates `loc`'s table and row.
+    ///
+    /// # Safety
+    /// - `loc` is a live entity's location, `to` is another table of this world with room for
+    ///   one more row (reserved by the caller, so the move cannot fail).
+    /// - `taken` and `missing` uphold [`Table::move_row`]'s contract.
+    unsafe fn move_table_row(
+        &mut self,
+        loc: &mut EntityLocation,
+        to: TableId,
+        tick: u32,
+        taken: impl FnMut(ComponentId, *mut u8),
+        missing: impl FnMut(ComponentId) -> *const u8,
+    ) {
+        let (src, dst) = two_mut(&mut self.tables, loc.table_id as usize, to.index());
+        // SAFETY:
+        // - `table_row < len` as `loc` is live; both tables come from this registry and differ.
+        // - the callbacks are the caller's, under the same contract.
+        let moved = unsafe { src.move_row(loc.table_row as usize, dst, tick, taken, missing) }
+            .expect("room was reserved");
+        if let Some(swapped) = moved.swapped_in {
+            fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
+        }
+        loc.table_row = moved.new_row as u32;
+        loc.table_id = to.0;
     }
 
     /// A pointer to `entity`'s component `c`, given its location.
@@ -760,13 +775,6 @@ impl World {
                 assert!(self.entities.is_alive(e), "sparse set holds dead {e}");
             }
         }
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        // Resources and storage drop themselves; flush so reserved ids are accounted for.
-        self.resources.clear();
     }
 }
 

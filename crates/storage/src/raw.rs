@@ -35,9 +35,9 @@ pub const SMALL_COLUMN_BYTES: usize = 16 << 10;
 
 /// The largest single commit step; it bounds the committed-but-unused bytes of a buffer.
 ///
-/// Chosen by the `commit_step` benchmark: steps from 64 KiB to 4 MiB push 10M 40-byte items in
-/// the same time within noise (page faults dominate), so the smallest step that keeps the
-/// waste under the 1 MB bar wins.
+/// Chosen by the `commit_step` benchmark (docs/PERFORMANCE.md): for 10M 40-byte pushes, 64 KiB
+/// steps took 1.12x the time of 1 MiB steps and 256 KiB 1.05x, while 4 MiB was no faster
+/// (0.98x, within noise) and wastes up to 4 MiB; 1 MiB is the fastest step under the 1 MB bar.
 pub const COMMIT_STEP_MAX: usize = 1 << 20;
 
 pub(crate) struct RawBuf {

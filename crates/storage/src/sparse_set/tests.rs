@@ -60,22 +60,20 @@ fn drops_each_value_once() {
     for i in 0..50 {
         s.insert(e(i, 1), Tracked::new(i as u64, &drops));
     }
-    let erased_removed = {
-        let mut erased = ComponentSparseSet::of::<Tracked>();
-        for i in 0..10 {
-            let t = std::mem::ManuallyDrop::new(Tracked::new(i, &drops));
-            // SAFETY: the set holds `Tracked`; `ManuallyDrop` hands ownership over.
-            unsafe { erased.insert(e(i as u32, 1), (&*t as *const Tracked).cast()).unwrap() };
-        }
-        assert!(erased.remove_and_drop(e(3, 1)));
-        assert!(!erased.remove_and_drop(e(3, 1)));
-        1
-    };
-    assert_eq!(drops.get(), 10, "erased set dropped its 9 + 1 removed");
+    let mut erased = ComponentSparseSet::of::<Tracked>();
+    for i in 0..10 {
+        let t = std::mem::ManuallyDrop::new(Tracked::new(i, &drops));
+        // SAFETY: the set holds `Tracked`; `t` is a local; `ManuallyDrop` hands ownership over.
+        unsafe { erased.insert(e(i as u32, 1), (&*t as *const Tracked).cast()).unwrap() };
+    }
+    assert!(erased.remove_and_drop(e(3, 1)));
+    assert!(!erased.remove_and_drop(e(3, 1)));
+    assert_eq!(drops.get(), 1, "the removed value was dropped");
+    drop(erased);
+    assert_eq!(drops.get(), 10, "the erased set dropped its other 9");
     drop(s.remove(e(7, 1)));
     s.clear();
     assert_eq!(drops.get(), 10 + 50);
-    assert_eq!(erased_removed, 1);
     s.insert(e(1, 1), Tracked::new(1, &drops));
     drop(s);
     assert_eq!(drops.get(), 61);
