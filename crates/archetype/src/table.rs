@@ -12,6 +12,8 @@
 //! built from. A panicking component `Drop` during removal cannot break the first fact: a guard
 //! finishes the removal in every remaining column.
 
+use std::ptr::NonNull;
+
 use folio_storage::{Column, Entity, StorageError};
 
 use crate::bundle::ComponentIds;
@@ -83,6 +85,21 @@ impl TableColumn {
     pub fn changed_ticks_mut(&mut self) -> &mut [u32] {
         // SAFETY: the column was built with `Column::of::<u32>()`.
         unsafe { self.changed.as_mut_slice() }
+    }
+
+    /// A pointer to the first changed tick (`u32`s, `len` of them): how a query holding
+    /// exclusive access to this component marks a write while the world is shared. It carries
+    /// the column's own provenance, so writes through it are allowed while no reference to the
+    /// ticks is live.
+    #[inline]
+    pub fn changed_ticks_ptr(&self) -> NonNull<u32> {
+        self.changed.as_ptr().cast()
+    }
+
+    /// The added and changed ticks, mutably.
+    pub fn ticks_mut(&mut self) -> (&mut [u32], &mut [u32]) {
+        // SAFETY: both columns were built with `Column::of::<u32>()`.
+        unsafe { (self.added.as_mut_slice(), self.changed.as_mut_slice()) }
     }
 
     fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
@@ -201,6 +218,12 @@ impl Table {
     #[inline]
     pub fn columns(&self) -> &[TableColumn] {
         &self.columns
+    }
+
+    /// The columns, mutably (their values and ticks, not their number).
+    #[inline]
+    pub fn columns_mut(&mut self) -> &mut [TableColumn] {
+        &mut self.columns
     }
 
     /// Makes room for `additional` rows in every column; on error the table is unchanged (some

@@ -17,6 +17,7 @@
 
 use std::any::{Any, TypeId};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation};
@@ -26,6 +27,18 @@ use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
 use crate::table::{Table, TableId};
+
+/// How many ticks old a stored tick may get before [`World::check_change_ticks`] clamps it:
+/// three quarters of the `u32` range, as bevy_ecs does, leaving a quarter for the time between
+/// checks.
+pub const MAX_CHANGE_AGE: u32 = 3 * (u32::MAX / 4);
+
+/// Whether `tick` is newer than `last_run`, both as seen from `this_run` (wrapping arithmetic:
+/// the comparison holds across the `u32` wrap while both are within [`MAX_CHANGE_AGE`]).
+#[inline]
+pub fn is_newer(tick: u32, last_run: u32, this_run: u32) -> bool {
+    this_run.wrapping_sub(last_run) > this_run.wrapping_sub(tick)
+}
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -79,7 +92,8 @@ pub struct World {
     bundles: Vec<BundleInfo>,
     bundle_index: AHashMap<TypeId, usize>,
     resources: AHashMap<TypeId, Box<dyn Any + Send + Sync>>,
-    change_tick: u32,
+    /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
+    change_tick: AtomicU32,
     edge_stats: EdgeStats,
 }
 
@@ -104,7 +118,7 @@ impl World {
             bundles: Vec::new(),
             bundle_index: AHashMap::default(),
             resources: AHashMap::default(),
-            change_tick: 1,
+            change_tick: AtomicU32::new(1),
             edge_stats: EdgeStats::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
@@ -311,7 +325,7 @@ impl World {
         let b = self.bundle_id::<B>()?;
         let archetype = self.insert_target(ArchetypeId::EMPTY, TypeId::of::<B>(), b);
         let entity = self.entities.try_alloc()?;
-        let tick = self.change_tick;
+        let tick = self.change_tick();
         // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
         bundle.get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) })
     }
@@ -372,7 +386,7 @@ impl World {
         for &c in arch.sparse_components() {
             let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
             // SAFETY: the pointer is a value of `c`'s type, moved in once; room was reserved.
-            unsafe { set.insert(entity, ptrs[position(c)]) }.expect("room was reserved");
+            unsafe { set.insert(entity, ptrs[position(c)], tick) }.expect("room was reserved");
         }
         let archetype_row = self.archetypes[archetype.index()].push(entity, table_row as u32);
         self.entities.set_location(
@@ -416,7 +430,7 @@ impl World {
         let b = self.bundle_id::<B>()?;
         let from = ArchetypeId(loc.archetype_id);
         let to = self.insert_target(from, TypeId::of::<B>(), b);
-        let tick = self.change_tick;
+        let tick = self.change_tick();
         // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
         bundle.get_components(|ptrs| unsafe { self.insert_values(entity, loc, to, b, ptrs, tick) })
     }
@@ -485,7 +499,7 @@ impl World {
             for &c in &new_sparse {
                 let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
                 // SAFETY: a value of `c`'s type, moved in once; room was reserved.
-                unsafe { set.insert(entity, ptrs[position(c)]) }.expect("room was reserved");
+                unsafe { set.insert(entity, ptrs[position(c)], tick) }.expect("room was reserved");
             }
             unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
             loc.archetype_row = self.archetypes[to.index()].push(entity, loc.table_row);
@@ -510,7 +524,7 @@ impl World {
                     let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
                     // SAFETY: replacing an existing entry allocates nothing and cannot fail;
                     // the value is of `c`'s type, moved in once.
-                    unsafe { set.insert(entity, ptrs[i]) }.expect("replacing cannot fail");
+                    unsafe { set.insert(entity, ptrs[i], tick) }.expect("replacing cannot fail");
                 }
             }
         }
@@ -563,7 +577,7 @@ impl World {
                 self.move_table_row(
                     &mut loc,
                     new_table,
-                    self.change_tick,
+                    self.change_tick(),
                     |_, _| {},
                     |_| unreachable!("remove adds nothing"),
                 );
@@ -641,8 +655,17 @@ impl World {
         let loc = self.entities.location(entity)?;
         let c = self.components.id::<T>()?;
         let ptr = self.component_ptr(entity, loc, c)?;
-        if let Some(column) = self.tables[loc.table_id as usize].column_mut(c) {
-            column.changed_ticks_mut()[loc.table_row as usize] = self.change_tick;
+        let tick = self.change_tick();
+        match self.components.info(c).storage_type() {
+            StorageType::Table => {
+                let column = self.tables[loc.table_id as usize].column_mut(c).expect("found above");
+                column.changed_ticks_mut()[loc.table_row as usize] = tick;
+            }
+            StorageType::SparseSet => {
+                let set = self.sparse_sets[c.index()].as_mut().expect("found above");
+                let dense = set.dense_index(entity).expect("found above");
+                set.changed_ticks_mut()[dense] = tick;
+            }
         }
         // SAFETY: the pointer is to a live `T`; `&mut self` makes the borrow unique.
         Some(unsafe { ptr.cast::<T>().as_mut() })
@@ -670,16 +693,49 @@ impl World {
 
     // ----- ticks -----
 
-    /// The current change tick.
+    /// The current change tick: what writes made now (spawns, inserts, `get_mut`) are stamped
+    /// with.
     #[inline]
     pub fn change_tick(&self) -> u32 {
-        self.change_tick
+        self.change_tick.load(Ordering::Relaxed)
     }
 
-    /// Advances the change tick; returns the new one.
-    pub fn increment_change_tick(&mut self) -> u32 {
-        self.change_tick = self.change_tick.wrapping_add(1).max(1);
-        self.change_tick
+    /// Hands out the current tick for one run of a query or system and advances the world's
+    /// tick past it, so every write made after the run is newer than every write made during
+    /// it. Takes `&self` (an atomic), so parallel systems can each take their own tick.
+    ///
+    /// Ticks wrap around after 2^32 increments; [`World::check_change_ticks`] keeps old ticks
+    /// comparable across the wrap.
+    #[inline]
+    pub fn increment_change_tick(&self) -> u32 {
+        self.change_tick.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Clamps every stored tick older than [`MAX_CHANGE_AGE`] to exactly that age, so that
+    /// `Added`/`Changed` comparisons stay right after the tick counter wraps. Cheap enough to
+    /// run once every few million ticks (a game would call it, say, once a minute); a tick that
+    /// is left unclamped for more than 2^32 - [`MAX_CHANGE_AGE`] increments may read as new.
+    pub fn check_change_ticks(&mut self) {
+        let now = self.change_tick();
+        let clamp = |ticks: &mut [u32]| {
+            for t in ticks {
+                if now.wrapping_sub(*t) > MAX_CHANGE_AGE {
+                    *t = now.wrapping_sub(MAX_CHANGE_AGE);
+                }
+            }
+        };
+        for table in &mut self.tables {
+            for column in table.columns_mut() {
+                let (added, changed) = column.ticks_mut();
+                clamp(added);
+                clamp(changed);
+            }
+        }
+        for set in self.sparse_sets.iter_mut().flatten() {
+            let (added, changed) = set.ticks_mut();
+            clamp(added);
+            clamp(changed);
+        }
     }
 
     // ----- resources -----
@@ -730,7 +786,7 @@ impl World {
             stats.used += used;
         }
         for set in self.sparse_sets.iter().flatten() {
-            let (reserved, committed, used) = set.column().memory();
+            let (reserved, committed, used) = set.memory();
             stats.reserved += reserved;
             stats.committed += committed;
             stats.used += used;
@@ -770,7 +826,9 @@ impl World {
         let table_rows: usize = self.tables.iter().map(Table::len).sum();
         assert_eq!(table_rows, self.entities.len(), "table rows vs live entities");
         for set in self.sparse_sets.iter().flatten() {
-            assert_eq!(set.column().len(), set.len());
+            assert_eq!(set.column().len(), set.len(), "sparse values length");
+            assert_eq!(set.added_ticks().len(), set.len(), "sparse added ticks length");
+            assert_eq!(set.changed_ticks().len(), set.len(), "sparse changed ticks length");
             for &e in set.entities() {
                 assert!(self.entities.is_alive(e), "sparse set holds dead {e}");
             }
@@ -858,3 +916,5 @@ const _: () = {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tick_tests;

@@ -9,9 +9,13 @@
 //! An entity whose index is present with another generation is not "in" the set (lookups compare
 //! the whole entity); inserting it replaces the stale entry, dropping its value.
 //!
+//! Beside each value the set keeps two change ticks (the tick it was added at and the tick it
+//! was last changed at), in dense order, for the query layer's `Added` and `Changed` filters.
+//! [`SparseSet<T>`], the typed wrapper for use outside a world, leaves them at 0.
+//!
 //! # Safety model
-//! `entities.len() == data.len()`; for each dense position `i`, `sparse[entities[i].index()] == i`,
-//! and every other sparse entry is `EMPTY`.
+//! `entities.len() == data.len() == added.len() == changed.len()`; for each dense position `i`,
+//! `sparse[entities[i].index()] == i`, and every other sparse entry is `EMPTY`.
 
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -63,6 +67,10 @@ pub struct ComponentSparseSet {
     sparse: SparseArray,
     entities: Vec<Entity>,
     data: Column,
+    /// The tick each value was added at (`u32`s, parallel to `entities`).
+    added: Column,
+    /// The tick each value was last changed at (`u32`s, parallel to `entities`).
+    changed: Column,
 }
 
 impl ComponentSparseSet {
@@ -73,12 +81,22 @@ impl ComponentSparseSet {
     pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
         // SAFETY: forwarded from the caller.
         let data = unsafe { Column::new(layout, drop) };
-        Self { sparse: SparseArray::default(), entities: Vec::new(), data }
+        Self::with_data(data)
     }
 
     /// An empty set for values of type `T`.
     pub fn of<T: Send + Sync>() -> Self {
-        Self { sparse: SparseArray::default(), entities: Vec::new(), data: Column::of::<T>() }
+        Self::with_data(Column::of::<T>())
+    }
+
+    fn with_data(data: Column) -> Self {
+        Self {
+            sparse: SparseArray::default(),
+            entities: Vec::new(),
+            data,
+            added: Column::of::<u32>(),
+            changed: Column::of::<u32>(),
+        }
     }
 
     /// The number of entities in the set.
@@ -124,32 +142,93 @@ impl ComponentSparseSet {
         &self.data
     }
 
+    /// The tick each value was added at, in dense order.
+    #[inline]
+    pub fn added_ticks(&self) -> &[u32] {
+        // SAFETY: the column was built with `Column::of::<u32>()`.
+        unsafe { self.added.as_slice() }
+    }
+
+    /// The tick each value was last changed at, in dense order.
+    #[inline]
+    pub fn changed_ticks(&self) -> &[u32] {
+        // SAFETY: the column was built with `Column::of::<u32>()`.
+        unsafe { self.changed.as_slice() }
+    }
+
+    /// A pointer to the first changed tick (`u32`s, `len` of them): how a query holding
+    /// exclusive access to this component marks a write while the world is shared. It carries
+    /// the column's own provenance, so writes through it are allowed while no reference to the
+    /// ticks is live.
+    #[inline]
+    pub fn changed_ticks_ptr(&self) -> NonNull<u32> {
+        self.changed.as_ptr().cast()
+    }
+
+    /// The changed ticks, mutably.
+    #[inline]
+    pub fn changed_ticks_mut(&mut self) -> &mut [u32] {
+        // SAFETY: the column was built with `Column::of::<u32>()`.
+        unsafe { self.changed.as_mut_slice() }
+    }
+
+    /// The added and changed ticks, mutably.
+    pub fn ticks_mut(&mut self) -> (&mut [u32], &mut [u32]) {
+        // SAFETY: both columns were built with `Column::of::<u32>()`.
+        unsafe { (self.added.as_mut_slice(), self.changed.as_mut_slice()) }
+    }
+
     /// Sparse pages allocated so far (each [`PAGE_LEN`] entries).
     pub fn sparse_pages(&self) -> usize {
         self.sparse.page_count()
     }
 
-    /// Makes room for `additional` more entities; on error nothing changes.
+    /// `(reserved, committed, used)` bytes of the values and their ticks (the sparse pages and
+    /// the entity list are small heap blocks, not counted).
+    pub fn memory(&self) -> (usize, usize, usize) {
+        let mut total = (0, 0, 0);
+        for column in [&self.data, &self.added, &self.changed] {
+            let (r, c, u) = column.memory();
+            total = (total.0 + r, total.1 + c, total.2 + u);
+        }
+        total
+    }
+
+    /// Makes room for `additional` more entities; on error nothing changes (some columns may
+    /// have committed more memory, which is harmless).
     pub fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
         self.entities.try_reserve(additional).map_err(|_| StorageError::CapacityExceeded {
             capacity: self.entities.len(),
             requested: self.entities.len().saturating_add(additional),
         })?;
-        self.data.try_reserve(additional)
+        self.data.try_reserve(additional)?;
+        self.added.try_reserve(additional)?;
+        self.changed.try_reserve(additional)
     }
 
-    /// Moves the value at `src` in as `entity`'s value, dropping a value it replaces (also one
-    /// held by a stale entity with the same index). On error nothing changes and the value
-    /// still belongs to the caller.
+    /// Moves the value at `src` in as `entity`'s value at change tick `tick`, dropping a value
+    /// it replaces (also one held by a stale entity with the same index). Replacing the same
+    /// entity's value marks it changed; a new value (or a stale entity's slot) is also marked
+    /// added. On error nothing changes and the value still belongs to the caller.
     ///
     /// # Safety
     /// - `src` points to a valid value of the set's type that does not live in this set; on
     ///   `Ok` the caller treats it as moved.
-    pub unsafe fn insert(&mut self, entity: Entity, src: *const u8) -> Result<(), StorageError> {
+    pub unsafe fn insert(
+        &mut self,
+        entity: Entity,
+        src: *const u8,
+        tick: u32,
+    ) -> Result<(), StorageError> {
         if let Some(dense) = self.sparse.get(entity.index()) {
             let dense = dense as usize;
             // The index is present (maybe with an older generation): replace in place.
-            self.entities[dense] = entity;
+            if self.entities[dense] != entity {
+                // SAFETY: the column holds `u32`s; `dense < len` by the set's invariant.
+                unsafe { self.added.as_mut_slice::<u32>()[dense] = tick };
+                self.entities[dense] = entity;
+            }
+            self.changed_ticks_mut()[dense] = tick;
             // SAFETY:
             // - `dense < len` by the set's invariant; `src` is a valid value (caller).
             unsafe { self.data.replace_unchecked(dense, src) };
@@ -161,13 +240,15 @@ impl ComponentSparseSet {
                 requested: self.entities.len() + 1,
             },
         )?;
-        self.entities.try_reserve(1).map_err(|_| StorageError::CapacityExceeded {
-            capacity: self.entities.len(),
-            requested: self.entities.len() + 1,
-        })?;
+        self.try_reserve(1)?;
         // SAFETY:
-        // - `src` is a valid value of the set's type (caller); on error nothing changed.
-        unsafe { self.data.try_push(src)? };
+        // - room for one item was reserved in every column above.
+        // - `src` is a valid value of the set's type (caller); the ticks are `u32`s on the stack.
+        unsafe {
+            self.data.push_unchecked(src);
+            self.added.push_unchecked((&tick as *const u32).cast());
+            self.changed.push_unchecked((&tick as *const u32).cast());
+        }
         self.entities.push(entity);
         self.sparse.set(entity.index(), dense);
         Ok(())
@@ -196,10 +277,16 @@ impl ComponentSparseSet {
         true
     }
 
-    /// Swap-removes `entity` from the entity list and the sparse array (not the data).
+    /// Swap-removes `entity` from the entity list, the ticks and the sparse array (not the data).
     fn unlink(&mut self, entity: Entity) -> Option<usize> {
         let dense = self.dense_index(entity)?;
         self.entities.swap_remove(dense);
+        // SAFETY: `dense < len` in the tick columns too (the set's invariant); `u32`s need no
+        // drop.
+        unsafe {
+            self.added.swap_remove_and_drop_unchecked(dense);
+            self.changed.swap_remove_and_drop_unchecked(dense);
+        }
         if let Some(&moved) = self.entities.get(dense) {
             self.sparse.set(moved.index(), dense as u32);
         }
@@ -224,6 +311,8 @@ impl ComponentSparseSet {
         for entity in self.entities.drain(..) {
             self.sparse.set(entity.index(), EMPTY);
         }
+        self.added.clear();
+        self.changed.clear();
         self.data.clear();
     }
 }
@@ -282,7 +371,7 @@ impl<T> SparseSet<T> {
         // SAFETY:
         // - `value` is a valid `T`, the set's type; on `Ok` it was moved in and is not used again
         //   (`MaybeUninit` does not drop it).
-        match unsafe { self.inner.insert(entity, value.as_ptr().cast()) } {
+        match unsafe { self.inner.insert(entity, value.as_ptr().cast(), 0) } {
             Ok(()) => Ok(old),
             // SAFETY: on error the value was not moved in and is still ours.
             Err(e) => Err((unsafe { value.assume_init() }, e)),

@@ -64,7 +64,7 @@ fn drops_each_value_once() {
     for i in 0..10 {
         let t = std::mem::ManuallyDrop::new(Tracked::new(i, &drops));
         // SAFETY: the set holds `Tracked`; `t` is a local; `ManuallyDrop` hands ownership over.
-        unsafe { erased.insert(e(i as u32, 1), (&*t as *const Tracked).cast()).unwrap() };
+        unsafe { erased.insert(e(i as u32, 1), (&*t as *const Tracked).cast(), 0).unwrap() };
     }
     assert!(erased.remove_and_drop(e(3, 1)));
     assert!(!erased.remove_and_drop(e(3, 1)));
@@ -126,4 +126,34 @@ proptest! {
             prop_assert_eq!(model.get(&ent.index()), Some(&(ent, *v)));
         }
     }
+}
+
+#[test]
+fn ticks_follow_values() {
+    // SAFETY: the layout and drop fn are `u64`'s (none), a `Send + Sync` type.
+    let mut s = unsafe { ComponentSparseSet::new(Layout::new::<u64>(), None) };
+    let put = |s: &mut ComponentSparseSet, entity: Entity, value: u64, tick: u32| {
+        // SAFETY: a `u64` on the stack, copied in (it needs no drop).
+        unsafe { s.insert(entity, (&value as *const u64).cast(), tick) }.unwrap();
+    };
+    put(&mut s, e(1, 1), 10, 1);
+    put(&mut s, e(2, 1), 20, 2);
+    put(&mut s, e(3, 1), 30, 3);
+    assert_eq!(s.added_ticks(), &[1, 2, 3]);
+    assert_eq!(s.changed_ticks(), &[1, 2, 3]);
+    // Replacing the same entity's value: changed only.
+    put(&mut s, e(1, 1), 11, 7);
+    assert_eq!((s.added_ticks()[0], s.changed_ticks()[0]), (1, 7));
+    // A newer generation at the same index is a new value: added too.
+    put(&mut s, e(2, 2), 21, 8);
+    assert_eq!((s.added_ticks()[1], s.changed_ticks()[1]), (8, 8));
+    // Swap-remove moves the last entry's ticks with it.
+    assert!(s.remove_and_drop(e(1, 1)));
+    assert_eq!(s.entities(), &[e(3, 1), e(2, 2)]);
+    assert_eq!(s.added_ticks(), &[3, 8]);
+    assert_eq!(s.changed_ticks(), &[3, 8]);
+    s.ticks_mut().1[0] = 9;
+    assert_eq!(s.changed_ticks(), &[9, 8]);
+    s.clear();
+    assert!(s.added_ticks().is_empty() && s.changed_ticks().is_empty());
 }
