@@ -37,4 +37,4 @@ pub use component::{Component, ComponentId, ComponentInfo, Components, StorageTy
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use table::{MovedRow, Table, TableColumn, TableId};
-pub use world::{EdgeStats, MAX_CHANGE_AGE, MemoryStats, TableMemory, World, is_newer};
+pub use world::{EdgeStats, MAX_CHANGE_AGE, MemoryStats, TableMemory, World, WorldId, is_newer};

@@ -77,8 +77,21 @@ pub struct MemoryStats {
     pub used: usize,
 }
 
+/// A world's identity, unique within the process: what a query state checks before it trusts
+/// the archetype and component ids it cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorldId(u64);
+
+impl WorldId {
+    fn next() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// The ECS world.
 pub struct World {
+    id: WorldId,
     entities: Entities,
     components: Components,
     tables: Vec<Table>,
@@ -108,6 +121,7 @@ impl World {
     pub fn new() -> Self {
         let components = Components::new();
         let mut world = Self {
+            id: WorldId::next(),
             entities: Entities::new(),
             tables: vec![Table::new(&components, &[])],
             components,
@@ -125,6 +139,12 @@ impl World {
         let empty = world.archetype_for(ComponentIds::new());
         debug_assert_eq!(empty, ArchetypeId::EMPTY);
         world
+    }
+
+    /// This world's identity.
+    #[inline]
+    pub fn id(&self) -> WorldId {
+        self.id
     }
 
     // ----- registry -----
