@@ -1,0 +1,626 @@
+//! The [`QueryData`] terms: `&T`, `&mut T` (yielding [`Mut`]), `Option<D>`, [`Entity`] and
+//! tuples of up to 16 of them.
+
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use folio_archetype::{
+    Archetype, Component, ComponentId, ComponentSparseSet, Entity, Table, World,
+};
+
+use crate::access::{FilteredAccess, QueryError, TypeKey};
+use crate::fetch::{ComponentTerm, QueryData, ReadOnlyQueryData, StorageSummary, WorldQuery};
+
+/// Where one component's values are for the current table or archetype.
+pub struct ColumnFetch<'w> {
+    /// The table column's first value (table storage), or dangling.
+    values: NonNull<u8>,
+    /// The table column's first changed tick (table storage), or dangling.
+    changed: NonNull<u32>,
+    /// The component's sparse set (sparse-set storage).
+    sparse: Option<&'w ComponentSparseSet>,
+}
+
+impl Clone for ColumnFetch<'_> {
+    fn clone(&self) -> Self {
+        Self { values: self.values, changed: self.changed, sparse: self.sparse }
+    }
+}
+
+impl<'w> ColumnFetch<'w> {
+    fn new(world: &'w World, term: &ComponentTerm) -> Self {
+        let sparse = match term.resolved {
+            Some((id, folio_archetype::StorageType::SparseSet)) => world.sparse_set(id),
+            _ => None,
+        };
+        Self { values: NonNull::dangling(), changed: NonNull::dangling(), sparse }
+    }
+
+    /// Points at `table`'s column for `term` (table storage only; a no-op otherwise).
+    fn set_table(&mut self, term: &ComponentTerm, table: &'w Table) {
+        if self.sparse.is_some() {
+            return;
+        }
+        if let Some(column) = term.id().and_then(|id| table.column(id)) {
+            self.values = column.data().as_ptr();
+            self.changed = column.changed_ticks_ptr();
+        }
+    }
+
+    /// The value and changed tick of `entity` at `table_row`.
+    ///
+    /// # Safety
+    /// - The fetch was set to the entity's table (table storage) and the entity has the
+    ///   component; `size` is the component's size.
+    #[inline]
+    unsafe fn locate(&self, entity: Entity, table_row: usize, size: usize) -> (*mut u8, *mut u32) {
+        match self.sparse {
+            None => {
+                // SAFETY: `table_row < len` of a column of items of `size` bytes (caller).
+                unsafe {
+                    (
+                        self.values.as_ptr().add(table_row * size),
+                        self.changed.as_ptr().add(table_row),
+                    )
+                }
+            }
+            Some(set) => {
+                let dense = set.dense_index(entity);
+                debug_assert!(dense.is_some(), "{entity} matched but is not in the sparse set");
+                // SAFETY: the archetype matched, so the entity has the component (caller).
+                let dense = unsafe { dense.unwrap_unchecked() };
+                // SAFETY: `dense < len` of both the value and the tick column of the set.
+                unsafe {
+                    (
+                        set.column().as_ptr().as_ptr().add(dense * size),
+                        set.changed_ticks_ptr().as_ptr().add(dense),
+                    )
+                }
+            }
+        }
+    }
+}
+
+// SAFETY:
+// - `update_access` records a read of `T` and requires it (`with`).
+// - `matches` requires `T`, the only component read.
+unsafe impl<T: Component> WorldQuery for &T {
+    type State = ComponentTerm;
+    type Fetch<'w> = ColumnFetch<'w>;
+
+    fn init_state(world: &World) -> ComponentTerm {
+        ComponentTerm::new::<T>(world)
+    }
+
+    fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
+        state.refresh(world)
+    }
+
+    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
+        access.add_read(TypeKey::of::<T>())?;
+        access.with.insert(TypeKey::of::<T>());
+        Ok(())
+    }
+
+    fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
+        state.summarize(summary, true);
+    }
+
+    fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
+        state.is_in(contains)
+    }
+
+    unsafe fn init_fetch<'w>(
+        world: &'w World,
+        state: &ComponentTerm,
+        _: u32,
+        _: u32,
+    ) -> ColumnFetch<'w> {
+        ColumnFetch::new(world, state)
+    }
+
+    unsafe fn set_table<'w>(fetch: &mut ColumnFetch<'w>, state: &ComponentTerm, table: &'w Table) {
+        fetch.set_table(state, table);
+    }
+
+    unsafe fn set_archetype<'w>(
+        fetch: &mut ColumnFetch<'w>,
+        state: &ComponentTerm,
+        _: &'w Archetype,
+        table: &'w Table,
+    ) {
+        fetch.set_table(state, table);
+    }
+}
+
+// SAFETY: items are shared references, which may alias; they borrow for `'w`.
+unsafe impl<T: Component> QueryData for &T {
+    type Item<'w> = &'w T;
+    type ReadOnly = Self;
+
+    #[inline(always)]
+    unsafe fn fetch<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        entity: Entity,
+        table_row: usize,
+    ) -> Self::Item<'w> {
+        // SAFETY: forwarded from the caller: the entity has a `T` there.
+        let (value, _) = unsafe { fetch.locate(entity, table_row, size_of::<T>()) };
+        // SAFETY: a live `T`; the query's access allows reading it for `'w`.
+        unsafe { &*value.cast::<T>() }
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
+        // SAFETY:
+        // - dense iteration: `values` is the table column's start and `table_row < len`.
+        // - a live `T`; the query's access allows reading it for `'w`.
+        unsafe { &*fetch.values.as_ptr().cast::<T>().add(table_row) }
+    }
+
+    fn shrink<'wlong: 'wshort, 'wshort>(item: &'wlong T) -> &'wshort T {
+        item
+    }
+}
+
+// SAFETY: `update_access` records only a read.
+unsafe impl<T: Component> ReadOnlyQueryData for &T {}
+
+/// A mutable borrow of a component that marks it changed when written through.
+///
+/// Reading (`Deref`) marks nothing; the first `DerefMut` stamps the component's changed tick
+/// with the tick of the query run, so `Changed<T>` sees real writes only.
+pub struct Mut<'w, T> {
+    value: &'w mut T,
+    changed: &'w mut u32,
+    this_run: u32,
+}
+
+impl<'w, T> Mut<'w, T> {
+    /// Marks the value changed without writing it.
+    #[inline]
+    pub fn set_changed(&mut self) {
+        *self.changed = self.this_run;
+    }
+
+    /// The value, mutably, without marking it changed (for writes no one should react to).
+    #[inline]
+    pub fn bypass_change_detection(&mut self) -> &mut T {
+        self.value
+    }
+
+    /// The borrow, marked changed.
+    #[inline]
+    pub fn into_inner(self) -> &'w mut T {
+        *self.changed = self.this_run;
+        self.value
+    }
+
+    /// The tick the value was last changed at.
+    #[inline]
+    pub fn last_changed(&self) -> u32 {
+        *self.changed
+    }
+}
+
+impl<T> Deref for Mut<'_, T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T> DerefMut for Mut<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        *self.changed = self.this_run;
+        self.value
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Mut").field(&self.value).finish()
+    }
+}
+
+/// Where one component's values are, plus the tick writes are stamped with.
+pub struct WriteFetch<'w, T> {
+    column: ColumnFetch<'w>,
+    this_run: u32,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for WriteFetch<'_, T> {
+    fn clone(&self) -> Self {
+        Self { column: self.column.clone(), this_run: self.this_run, _marker: PhantomData }
+    }
+}
+
+// SAFETY:
+// - `update_access` records a write of `T` and requires it (`with`).
+// - `matches` requires `T`, the only component touched.
+unsafe impl<T: Component> WorldQuery for &mut T {
+    type State = ComponentTerm;
+    type Fetch<'w> = WriteFetch<'w, T>;
+
+    fn init_state(world: &World) -> ComponentTerm {
+        ComponentTerm::new::<T>(world)
+    }
+
+    fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
+        state.refresh(world)
+    }
+
+    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
+        access.add_write(TypeKey::of::<T>())?;
+        access.with.insert(TypeKey::of::<T>());
+        Ok(())
+    }
+
+    fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
+        state.summarize(summary, true);
+    }
+
+    fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
+        state.is_in(contains)
+    }
+
+    unsafe fn init_fetch<'w>(
+        world: &'w World,
+        state: &ComponentTerm,
+        _: u32,
+        this_run: u32,
+    ) -> WriteFetch<'w, T> {
+        WriteFetch { column: ColumnFetch::new(world, state), this_run, _marker: PhantomData }
+    }
+
+    unsafe fn set_table<'w>(
+        fetch: &mut WriteFetch<'w, T>,
+        state: &ComponentTerm,
+        table: &'w Table,
+    ) {
+        fetch.column.set_table(state, table);
+    }
+
+    unsafe fn set_archetype<'w>(
+        fetch: &mut WriteFetch<'w, T>,
+        state: &ComponentTerm,
+        _: &'w Archetype,
+        table: &'w Table,
+    ) {
+        fetch.column.set_table(state, table);
+    }
+}
+
+// SAFETY: each row's item borrows that row's value and tick only, so items of different rows
+// never alias; the caller guarantees one live item per entity and exclusive access to `T`.
+unsafe impl<'a, T: Component> QueryData for &'a mut T {
+    type Item<'w> = Mut<'w, T>;
+    type ReadOnly = &'a T;
+
+    #[inline(always)]
+    unsafe fn fetch<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        entity: Entity,
+        table_row: usize,
+    ) -> Self::Item<'w> {
+        // SAFETY: forwarded from the caller: the entity has a `T` there.
+        let (value, changed) = unsafe { fetch.column.locate(entity, table_row, size_of::<T>()) };
+        // SAFETY: a live `T` and its tick, pointers with the columns' provenance; the query has
+        // exclusive access to `T` and yields one item per entity (caller).
+        unsafe {
+            Mut { value: &mut *value.cast::<T>(), changed: &mut *changed, this_run: fetch.this_run }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
+        // SAFETY:
+        // - dense iteration: both pointers are the table columns' starts and `table_row < len`.
+        // - a live `T` and its tick; exclusive access, one item per row (caller).
+        unsafe {
+            Mut {
+                value: &mut *fetch.column.values.as_ptr().cast::<T>().add(table_row),
+                changed: &mut *fetch.column.changed.as_ptr().add(table_row),
+                this_run: fetch.this_run,
+            }
+        }
+    }
+
+    fn shrink<'wlong: 'wshort, 'wshort>(item: Mut<'wlong, T>) -> Mut<'wshort, T> {
+        item
+    }
+}
+
+/// An optional term's fetch: the inner fetch, and whether the current table or archetype has
+/// the inner term's components.
+pub struct OptionFetch<'w, D: WorldQuery> {
+    inner: D::Fetch<'w>,
+    matches: bool,
+}
+
+impl<D: WorldQuery> Clone for OptionFetch<'_, D> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), matches: self.matches }
+    }
+}
+
+// SAFETY:
+// - `update_access` records the inner term's reads and writes (not its `with`: an optional term
+//   requires nothing).
+// - the inner fetch is only used for archetypes the inner term matches.
+unsafe impl<D: QueryData> WorldQuery for Option<D> {
+    type State = D::State;
+    type Fetch<'w> = OptionFetch<'w, D>;
+
+    fn init_state(world: &World) -> D::State {
+        D::init_state(world)
+    }
+
+    fn refresh_state(state: &mut D::State, world: &World) -> bool {
+        D::refresh_state(state, world)
+    }
+
+    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
+        let mut inner = FilteredAccess::default();
+        D::update_access(&mut inner)?;
+        for &key in inner.reads.iter() {
+            access.add_read(key)?;
+        }
+        for &key in inner.writes.iter() {
+            access.add_write(key)?;
+        }
+        Ok(())
+    }
+
+    fn summarize(state: &D::State, summary: &mut StorageSummary) {
+        let mut inner = StorageSummary::default();
+        D::summarize(state, &mut inner);
+        summary.any_sparse |= inner.any_sparse;
+    }
+
+    fn matches(_: &D::State, _: &impl Fn(ComponentId) -> bool) -> bool {
+        true
+    }
+
+    unsafe fn init_fetch<'w>(
+        world: &'w World,
+        state: &D::State,
+        last_run: u32,
+        this_run: u32,
+    ) -> OptionFetch<'w, D> {
+        OptionFetch {
+            // SAFETY: forwarded from the caller.
+            inner: unsafe { D::init_fetch(world, state, last_run, this_run) },
+            matches: false,
+        }
+    }
+
+    unsafe fn set_table<'w>(fetch: &mut OptionFetch<'w, D>, state: &D::State, table: &'w Table) {
+        fetch.matches = D::matches(state, &|id| table.column_index(id).is_some());
+        if fetch.matches {
+            // SAFETY: the table matches the inner term (checked above); the rest is the caller's.
+            unsafe { D::set_table(&mut fetch.inner, state, table) };
+        }
+    }
+
+    unsafe fn set_archetype<'w>(
+        fetch: &mut OptionFetch<'w, D>,
+        state: &D::State,
+        archetype: &'w Archetype,
+        table: &'w Table,
+    ) {
+        fetch.matches = D::matches(state, &|id| archetype.contains(id));
+        if fetch.matches {
+            // SAFETY: the archetype matches the inner term (checked above).
+            unsafe { D::set_archetype(&mut fetch.inner, state, archetype, table) };
+        }
+    }
+}
+
+// SAFETY: as the inner term's: `Some` only where the inner term matched.
+unsafe impl<D: QueryData> QueryData for Option<D> {
+    type Item<'w> = Option<D::Item<'w>>;
+    type ReadOnly = Option<D::ReadOnly>;
+
+    #[inline(always)]
+    unsafe fn fetch<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        entity: Entity,
+        table_row: usize,
+    ) -> Self::Item<'w> {
+        // SAFETY: the current archetype matches the inner term; the rest is the caller's.
+        fetch.matches.then(|| unsafe { D::fetch(&mut fetch.inner, entity, table_row) })
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
+        // SAFETY: the current table matches the inner term; the rest is the caller's.
+        fetch.matches.then(|| unsafe { D::fetch_table(&mut fetch.inner, table_row) })
+    }
+
+    fn shrink<'wlong: 'wshort, 'wshort>(item: Self::Item<'wlong>) -> Self::Item<'wshort> {
+        item.map(D::shrink)
+    }
+}
+
+// SAFETY: the inner term only reads.
+unsafe impl<D: ReadOnlyQueryData> ReadOnlyQueryData for Option<D> {}
+
+/// The entity's id.
+#[derive(Clone)]
+pub struct EntityFetch {
+    entities: NonNull<Entity>,
+}
+
+// SAFETY: reads no component; matches every archetype.
+unsafe impl WorldQuery for Entity {
+    type State = ();
+    type Fetch<'w> = EntityFetch;
+
+    fn init_state(_: &World) {}
+
+    fn refresh_state(_: &mut (), _: &World) -> bool {
+        false
+    }
+
+    fn update_access(_: &mut FilteredAccess) -> Result<(), QueryError> {
+        Ok(())
+    }
+
+    fn summarize(_: &(), _: &mut StorageSummary) {}
+
+    fn matches(_: &(), _: &impl Fn(ComponentId) -> bool) -> bool {
+        true
+    }
+
+    unsafe fn init_fetch(_: &World, _: &(), _: u32, _: u32) -> EntityFetch {
+        EntityFetch { entities: NonNull::dangling() }
+    }
+
+    unsafe fn set_table(fetch: &mut EntityFetch, _: &(), table: &Table) {
+        fetch.entities = NonNull::from(table.entities()).cast();
+    }
+
+    unsafe fn set_archetype<'w>(_: &mut EntityFetch, _: &(), _: &'w Archetype, _: &'w Table) {}
+}
+
+// SAFETY: yields copies.
+unsafe impl QueryData for Entity {
+    type Item<'w> = Entity;
+    type ReadOnly = Self;
+
+    #[inline(always)]
+    unsafe fn fetch<'w>(_: &mut Self::Fetch<'w>, entity: Entity, _: usize) -> Self::Item<'w> {
+        entity
+    }
+
+    #[inline(always)]
+    unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
+        // SAFETY: dense iteration: the table's entity column, `table_row < len`.
+        unsafe { *fetch.entities.as_ptr().add(table_row) }
+    }
+
+    fn shrink<'wlong: 'wshort, 'wshort>(item: Entity) -> Entity {
+        item
+    }
+}
+
+// SAFETY: reads nothing.
+unsafe impl ReadOnlyQueryData for Entity {}
+
+macro_rules! tuple_query {
+    ($(($name:ident, $state:ident, $fetch:ident)),*) => {
+        // SAFETY: every method forwards to each element; access is the union, checked for
+        // conflicts as each element adds its own.
+        #[allow(non_snake_case, unused_variables, unused_unsafe, clippy::unused_unit)]
+        unsafe impl<$($name: WorldQuery),*> WorldQuery for ($($name,)*) {
+            type State = ($($name::State,)*);
+            type Fetch<'w> = ($($name::Fetch<'w>,)*);
+
+            fn init_state(world: &World) -> Self::State {
+                ($($name::init_state(world),)*)
+            }
+
+            fn refresh_state(state: &mut Self::State, world: &World) -> bool {
+                let ($($state,)*) = state;
+                false $(| $name::refresh_state($state, world))*
+            }
+
+            fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
+                $($name::update_access(access)?;)*
+                Ok(())
+            }
+
+            fn summarize(state: &Self::State, summary: &mut StorageSummary) {
+                let ($($state,)*) = state;
+                $($name::summarize($state, summary);)*
+            }
+
+            fn matches(state: &Self::State, contains: &impl Fn(ComponentId) -> bool) -> bool {
+                let ($($state,)*) = state;
+                true $(&& $name::matches($state, contains))*
+            }
+
+            unsafe fn init_fetch<'w>(
+                world: &'w World,
+                state: &Self::State,
+                last_run: u32,
+                this_run: u32,
+            ) -> Self::Fetch<'w> {
+                let ($($state,)*) = state;
+                // SAFETY: forwarded from the caller.
+                unsafe { ($($name::init_fetch(world, $state, last_run, this_run),)*) }
+            }
+
+            unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table) {
+                let ($($state,)*) = state;
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller (a table matching the tuple matches each).
+                unsafe { $($name::set_table($fetch, $state, table);)* }
+            }
+
+            unsafe fn set_archetype<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                state: &Self::State,
+                archetype: &'w Archetype,
+                table: &'w Table,
+            ) {
+                let ($($state,)*) = state;
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller.
+                unsafe { $($name::set_archetype($fetch, $state, archetype, table);)* }
+            }
+        }
+
+        // SAFETY: each element yields disjoint items (their access was checked for conflicts).
+        #[allow(non_snake_case, unused_variables, unused_unsafe, clippy::unused_unit)]
+        unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+            type ReadOnly = ($($name::ReadOnly,)*);
+
+            #[inline(always)]
+            unsafe fn fetch<'w>(fetch: &mut Self::Fetch<'w>, entity: Entity, table_row: usize) -> Self::Item<'w> {
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller.
+                unsafe { ($($name::fetch($fetch, entity, table_row),)*) }
+            }
+
+            #[inline(always)]
+            unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller.
+                unsafe { ($($name::fetch_table($fetch, table_row),)*) }
+            }
+
+            fn shrink<'wlong: 'wshort, 'wshort>(item: Self::Item<'wlong>) -> Self::Item<'wshort> {
+                let ($($name,)*) = item;
+                ($($name::shrink($name),)*)
+            }
+        }
+
+        // SAFETY: every element only reads.
+        unsafe impl<$($name: ReadOnlyQueryData),*> ReadOnlyQueryData for ($($name,)*) {}
+    };
+}
+
+macro_rules! all_tuples {
+    ($m:ident; $($all:tt),*) => { all_tuples!(@step $m; []; $($all),*); };
+    (@step $m:ident; [$($done:tt),*]; $next:tt $(, $rest:tt)*) => {
+        $m!($($done,)* $next);
+        all_tuples!(@step $m; [$($done,)* $next]; $($rest),*);
+    };
+    (@step $m:ident; [$($done:tt),*];) => {};
+}
+pub(crate) use all_tuples;
+
+tuple_query!();
+all_tuples!(tuple_query;
+    (D0, s0, f0), (D1, s1, f1), (D2, s2, f2), (D3, s3, f3), (D4, s4, f4), (D5, s5, f5),
+    (D6, s6, f6), (D7, s7, f7), (D8, s8, f8), (D9, s9, f9), (D10, s10, f10), (D11, s11, f11),
+    (D12, s12, f12), (D13, s13, f13), (D14, s14, f14), (D15, s15, f15)
+);

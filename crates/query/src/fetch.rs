@@ -1,0 +1,219 @@
+//! The traits every query term implements: [`WorldQuery`] (matching, access, fetch setup),
+//! [`QueryData`] (what a matched entity yields) and [`QueryFilter`] (whether it is yielded).
+//!
+//! # Safety model
+//! A fetch holds raw pointers into one table's columns (or one sparse set), set by
+//! [`WorldQuery::set_table`] / [`WorldQuery::set_archetype`], and turns a row into an item. It
+//! never makes a slice over a whole column: a query that writes a component and filters on its
+//! ticks (`(&mut T, Changed<T>)`) reads ticks through the same raw pointer it writes through, so
+//! no shared reference ever overlaps a write. Which rows are live, and that no two live items
+//! alias, is the iterator's side of the contract (see `iter.rs`).
+
+use folio_archetype::{Archetype, Component, ComponentId, Entity, StorageType, Table, World};
+use smallvec::SmallVec;
+
+use crate::access::{FilteredAccess, QueryError, TypeKey};
+
+/// How a query's terms are stored, which decides how it iterates.
+#[derive(Clone, Debug, Default)]
+pub struct StorageSummary {
+    /// Some term (data or filter) names a sparse-set component.
+    pub any_sparse: bool,
+    /// Some term requires a table component (`&T`, `&mut T`, `With<T>`, `Added<T>`, ...).
+    pub required_table: bool,
+    /// The sparse-set components every matched entity must have.
+    pub required_sparse: SmallVec<[ComponentId; 4]>,
+    /// Some required term names a component that is not registered yet: nothing matches.
+    pub unresolved_required: bool,
+}
+
+/// One component named by a query term: its type, and its id and storage once registered.
+///
+/// A query state can be built from a `&World` before its components are registered; the term
+/// resolves when the component first shows up (no archetype can hold it before that).
+#[derive(Clone, Copy, Debug)]
+pub struct ComponentTerm {
+    /// The component type.
+    pub key: TypeKey,
+    /// Its id and storage, once registered.
+    pub resolved: Option<(ComponentId, StorageType)>,
+}
+
+impl ComponentTerm {
+    /// The term for `T`, resolved if `T` is registered in `world`.
+    pub fn new<T: Component>(world: &World) -> Self {
+        let mut term = Self { key: TypeKey::of::<T>(), resolved: None };
+        term.refresh(world);
+        term
+    }
+
+    /// Resolves the term if its component is now registered; whether that changed anything.
+    pub fn refresh(&mut self, world: &World) -> bool {
+        if self.resolved.is_some() {
+            return false;
+        }
+        let components = world.components();
+        self.resolved =
+            components.id_of(self.key.id).map(|id| (id, components.info(id).storage_type()));
+        self.resolved.is_some()
+    }
+
+    /// The component id, if registered.
+    #[inline]
+    pub fn id(&self) -> Option<ComponentId> {
+        self.resolved.map(|(id, _)| id)
+    }
+
+    /// Whether the component is sparse-set stored.
+    #[inline]
+    pub fn is_sparse(&self) -> bool {
+        matches!(self.resolved, Some((_, StorageType::SparseSet)))
+    }
+
+    /// Records this term in `summary`: `required` for terms every match must have.
+    pub fn summarize(&self, summary: &mut StorageSummary, required: bool) {
+        match self.resolved {
+            None => summary.unresolved_required |= required,
+            Some((id, StorageType::SparseSet)) => {
+                summary.any_sparse = true;
+                if required {
+                    summary.required_sparse.push(id);
+                }
+            }
+            Some((_, StorageType::Table)) => summary.required_table |= required,
+        }
+    }
+
+    /// Whether a component set (given by its membership test) has this component.
+    #[inline]
+    pub fn is_in(&self, contains: &impl Fn(ComponentId) -> bool) -> bool {
+        self.id().is_some_and(contains)
+    }
+}
+
+/// The part of a query term that matches archetypes and prepares fetches.
+///
+/// # Safety
+/// - [`WorldQuery::update_access`] records every component the fetch reads (as a read) and
+///   writes (as a write), so a query state that validated its access hands out no aliasing
+///   references.
+/// - [`WorldQuery::matches`] holds for an archetype only if every component the fetch reads
+///   for every row is present (or the fetch checks presence itself, as `Option` does).
+pub unsafe trait WorldQuery {
+    /// Resolved component ids and anything else computed once per query state.
+    type State: Send + Sync + 'static;
+    /// Raw pointers into the current table (or sparse sets), valid for `'w`.
+    type Fetch<'w>: Clone;
+
+    /// The state for `world`.
+    fn init_state(world: &World) -> Self::State;
+
+    /// Resolves components registered since; whether anything changed.
+    fn refresh_state(state: &mut Self::State, world: &World) -> bool;
+
+    /// Records the term's reads, writes and `with`/`without` constraints.
+    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError>;
+
+    /// Records how the term's components are stored.
+    fn summarize(state: &Self::State, summary: &mut StorageSummary);
+
+    /// Whether an archetype with the components `contains` says yes to matches the term.
+    fn matches(state: &Self::State, contains: &impl Fn(ComponentId) -> bool) -> bool;
+
+    /// A fetch with no table set yet.
+    ///
+    /// # Safety
+    /// - `state` was built for `world`; the caller holds the access `update_access` describes
+    ///   for `'w`.
+    unsafe fn init_fetch<'w>(
+        world: &'w World,
+        state: &Self::State,
+        last_run: u32,
+        this_run: u32,
+    ) -> Self::Fetch<'w>;
+
+    /// Points the fetch at `table`, for dense iteration (every term table-stored).
+    ///
+    /// # Safety
+    /// - `table` belongs to the fetch's world, matches the term, and every component the term
+    ///   names is table-stored.
+    unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table);
+
+    /// Points the fetch at `archetype`, whose table is `table`, for row-by-entity fetching.
+    ///
+    /// # Safety
+    /// - `archetype` and `table` belong to the fetch's world, `table` is the archetype's, and the
+    ///   archetype matches the term.
+    unsafe fn set_archetype<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        state: &Self::State,
+        archetype: &'w Archetype,
+        table: &'w Table,
+    );
+}
+
+/// A query term that yields a value per matched entity: `&T`, `&mut T`, `Option<..>`, `Entity`,
+/// tuples of them.
+///
+/// # Safety
+/// - The items of two different rows never alias mutably; an item lives no longer than `'w`.
+pub unsafe trait QueryData: WorldQuery {
+    /// What one entity yields.
+    type Item<'w>;
+    /// The read-only form of this query (`&T` for `&mut T`).
+    type ReadOnly: ReadOnlyQueryData<State = Self::State>;
+
+    /// The item of `entity` at `table_row`, after `set_archetype`.
+    ///
+    /// # Safety
+    /// - `set_archetype` was called with `entity`'s archetype; `entity` is alive there at
+    ///   `table_row`; no other live item of this query is for this entity (for mutable terms).
+    unsafe fn fetch<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        entity: Entity,
+        table_row: usize,
+    ) -> Self::Item<'w>;
+
+    /// The item at `table_row`, after `set_table` (dense iteration: no entity lookup).
+    ///
+    /// # Safety
+    /// - `set_table` was called; `table_row < table.len()`; as for `fetch` otherwise.
+    unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w>;
+
+    /// Shortens an item's lifetime (items are covariant in `'w` for every term here).
+    fn shrink<'wlong: 'wshort, 'wshort>(item: Self::Item<'wlong>) -> Self::Item<'wshort>;
+}
+
+/// A [`QueryData`] that only reads: safe to iterate through a shared `&World`, and many of its
+/// items may live at once for the same entity.
+///
+/// # Safety
+/// - `update_access` records no write.
+pub unsafe trait ReadOnlyQueryData: QueryData<ReadOnly = Self> {}
+
+/// A query term that decides whether a matched entity is yielded: `With<T>`, `Without<T>`,
+/// `Added<T>`, `Changed<T>`, `Or<..>`, tuples.
+///
+/// # Safety
+/// - `filter_fetch` only reads, and only what `update_access` records.
+pub unsafe trait QueryFilter: WorldQuery {
+    /// Whether the archetype alone decides (no per-row check): then a query's length is known
+    /// before it runs.
+    const IS_ARCHETYPAL: bool;
+
+    /// Whether `entity` at `table_row` passes, after `set_archetype`.
+    ///
+    /// # Safety
+    /// - As for [`QueryData::fetch`].
+    unsafe fn filter_fetch(fetch: &mut Self::Fetch<'_>, entity: Entity, table_row: usize) -> bool;
+
+    /// Whether the row passes, after `set_table`.
+    ///
+    /// # Safety
+    /// - As for [`QueryData::fetch_table`].
+    unsafe fn filter_fetch_table(fetch: &mut Self::Fetch<'_>, table_row: usize) -> bool;
+}
+
+/// A filter the archetype alone decides (`With`, `Without`, `Or` and tuples of them): a query
+/// with such a filter knows its length before it runs.
+pub trait ArchetypeFilter: QueryFilter {}

@@ -1,0 +1,210 @@
+//! [`QueryIter`]: walks a query's matches in one of three ways (see [`IterMode`]).
+//!
+//! # Safety model
+//! The iterator visits each matched entity at most once, so the items it hands out for
+//! different rows never alias; its creator vouches that the query's access is held for `'w`.
+//! In `Tables` mode rows are visited as `0..table.len()` of each matched table, with no lookup
+//! per entity and no branch per entity unless the filter checks ticks.
+
+use std::slice;
+
+use folio_archetype::{ArchetypeEntity, ArchetypeId, Entity, TableId, World};
+
+use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter};
+use crate::state::{IterMode, Matches};
+
+enum Cursor<'w, 's> {
+    Tables { ids: slice::Iter<'s, TableId>, row: usize, len: usize },
+    Archetypes { ids: slice::Iter<'s, ArchetypeId>, entities: &'w [ArchetypeEntity], row: usize },
+    Sparse { entities: &'w [Entity], row: usize, current: Option<ArchetypeId> },
+}
+
+/// An iterator over a query's items.
+pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
+    world: &'w World,
+    data_state: &'s D::State,
+    filter_state: &'s F::State,
+    matches: &'s Matches,
+    data: D::Fetch<'w>,
+    filter: F::Fetch<'w>,
+    cursor: Cursor<'w, 's>,
+    /// Matched entities not yet visited (exact when the filter is archetypal).
+    remaining: usize,
+}
+
+impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
+    /// # Safety
+    /// - `matches` is up to date for `world` and the states were built for it.
+    /// - The caller holds, for `'w`, the access `D` and `F` need.
+    pub(crate) unsafe fn new(
+        world: &'w World,
+        data_state: &'s D::State,
+        filter_state: &'s F::State,
+        matches: &'s Matches,
+        last_run: u32,
+        this_run: u32,
+    ) -> Self {
+        // SAFETY: forwarded from the caller.
+        let (data, filter) = unsafe {
+            (
+                D::init_fetch(world, data_state, last_run, this_run),
+                F::init_fetch(world, filter_state, last_run, this_run),
+            )
+        };
+        let cursor = match matches.mode {
+            _ if matches.none => Cursor::Sparse { entities: &[], row: 0, current: None },
+            IterMode::Tables => Cursor::Tables { ids: matches.tables.iter(), row: 0, len: 0 },
+            IterMode::Archetypes => {
+                Cursor::Archetypes { ids: matches.archetypes.iter(), entities: &[], row: 0 }
+            }
+            IterMode::Sparse => {
+                let entities = smallest_set(world, matches);
+                Cursor::Sparse { entities, row: 0, current: None }
+            }
+        };
+        let remaining = if matches.none { 0 } else { matches.entity_count(world) };
+        Self { world, data_state, filter_state, matches, data, filter, cursor, remaining }
+    }
+}
+
+/// The entities of the smallest required sparse set: the fewest candidates to check.
+pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Entity] {
+    matches
+        .required_sparse
+        .iter()
+        .filter_map(|&id| world.sparse_set(id))
+        .min_by_key(|set| set.len())
+        .map_or(&[], |set| set.entities())
+}
+
+impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
+    type Item = D::Item<'w>;
+
+    #[inline]
+    fn next(&mut self) -> Option<D::Item<'w>> {
+        match &mut self.cursor {
+            Cursor::Tables { ids, row, len } => loop {
+                if *row < *len {
+                    let r = *row;
+                    *row += 1;
+                    self.remaining -= 1;
+                    // SAFETY: `set_table` was called for this table and `r < len`; each row is
+                    // visited once.
+                    unsafe {
+                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut self.filter, r) {
+                            return Some(D::fetch_table(&mut self.data, r));
+                        }
+                    }
+                    continue;
+                }
+                let table = &self.world.tables()[ids.next()?.index()];
+                // SAFETY: a matched table of this world; every term is table-stored (mode).
+                unsafe {
+                    D::set_table(&mut self.data, self.data_state, table);
+                    F::set_table(&mut self.filter, self.filter_state, table);
+                }
+                *row = 0;
+                *len = table.len();
+            },
+            Cursor::Archetypes { ids, entities, row } => loop {
+                if let Some(ae) = entities.get(*row) {
+                    *row += 1;
+                    self.remaining -= 1;
+                    let table_row = ae.table_row as usize;
+                    // SAFETY: `set_archetype` was called for the entity's archetype, where it
+                    // lives at `table_row`; each entity is visited once.
+                    unsafe {
+                        if F::IS_ARCHETYPAL
+                            || F::filter_fetch(&mut self.filter, ae.entity, table_row)
+                        {
+                            return Some(D::fetch(&mut self.data, ae.entity, table_row));
+                        }
+                    }
+                    continue;
+                }
+                let archetype = &self.world.archetypes()[ids.next()?.index()];
+                let table = &self.world.tables()[archetype.table_id().index()];
+                // SAFETY: a matched archetype of this world and its table.
+                unsafe {
+                    D::set_archetype(&mut self.data, self.data_state, archetype, table);
+                    F::set_archetype(&mut self.filter, self.filter_state, archetype, table);
+                }
+                *entities = archetype.entities();
+                *row = 0;
+            },
+            Cursor::Sparse { entities, row, current } => loop {
+                let &entity = entities.get(*row)?;
+                *row += 1;
+                let Some(loc) = self.world.entities().location(entity) else { continue };
+                let archetype = &self.world.archetypes()[loc.archetype_id as usize];
+                if !self.matches.contains_archetype(archetype.id()) {
+                    continue;
+                }
+                self.remaining -= 1;
+                if *current != Some(archetype.id()) {
+                    *current = Some(archetype.id());
+                    let table = &self.world.tables()[archetype.table_id().index()];
+                    // SAFETY: a matched archetype of this world and its table.
+                    unsafe {
+                        D::set_archetype(&mut self.data, self.data_state, archetype, table);
+                        F::set_archetype(&mut self.filter, self.filter_state, archetype, table);
+                    }
+                }
+                let table_row = loc.table_row as usize;
+                // SAFETY: the fetches are set to the entity's archetype, where it lives at
+                // `table_row`; a set holds each entity once.
+                unsafe {
+                    if F::IS_ARCHETYPAL || F::filter_fetch(&mut self.filter, entity, table_row) {
+                        return Some(D::fetch(&mut self.data, entity, table_row));
+                    }
+                }
+            },
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let lower = if F::IS_ARCHETYPAL { self.remaining } else { 0 };
+        (lower, Some(self.remaining))
+    }
+
+    /// Internal iteration: in `Tables` mode a tight loop per table.
+    #[inline]
+    fn fold<B, G>(mut self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, D::Item<'w>) -> B,
+    {
+        let Cursor::Tables { ids, row, len } = &mut self.cursor else {
+            let mut acc = init;
+            for item in self.by_ref() {
+                acc = g(acc, item);
+            }
+            return acc;
+        };
+        let mut acc = init;
+        let (mut start, mut end) = (*row, *len);
+        loop {
+            for r in start..end {
+                // SAFETY: as in `next`: the fetches are set to this table, `r < len`, and each
+                // row is visited once.
+                unsafe {
+                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut self.filter, r) {
+                        acc = g(acc, D::fetch_table(&mut self.data, r));
+                    }
+                }
+            }
+            let Some(id) = ids.next() else { return acc };
+            let table = &self.world.tables()[id.index()];
+            // SAFETY: a matched table of this world; every term is table-stored (mode).
+            unsafe {
+                D::set_table(&mut self.data, self.data_state, table);
+                F::set_table(&mut self.filter, self.filter_state, table);
+            }
+            (start, end) = (0, table.len());
+        }
+    }
+}
+
+impl<D: QueryData, F: ArchetypeFilter> ExactSizeIterator for QueryIter<'_, '_, D, F> {}
+
+impl<D: QueryData, F: QueryFilter> std::iter::FusedIterator for QueryIter<'_, '_, D, F> {}

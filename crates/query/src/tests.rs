@@ -1,0 +1,185 @@
+//! The three iteration paths, access checks, change detection, and parallel iteration.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Vel(f32);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Frozen;
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Marked(u32);
+
+fn world() -> World {
+    let mut world = World::new();
+    world.register_component::<Marked>(StorageType::SparseSet).unwrap();
+    world
+}
+
+#[test]
+fn table_queries_walk_tables_and_see_every_archetype() {
+    let mut world = world();
+    let a = world.spawn((Pos(0.0), Vel(1.0)));
+    let b = world.spawn((Pos(10.0), Vel(2.0), Frozen));
+    let c = world.spawn((Pos(20.0),));
+    let mut q = world.query::<(Entity, &mut Pos, &Vel)>();
+    assert_eq!(q.matches().mode(), IterMode::Tables);
+    let iter = q.iter_mut(&mut world);
+    assert_eq!(iter.len(), 2);
+    for (_, mut p, v) in iter {
+        p.0 += v.0;
+    }
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(1.0)));
+    assert_eq!(world.get::<Pos>(b), Some(&Pos(12.0)));
+    assert_eq!(world.get::<Pos>(c), Some(&Pos(20.0)));
+
+    // An archetype made after the state is picked up.
+    let d = world.spawn((Vel(5.0), Pos(30.0), Marked(1)));
+    q.for_each_mut(&mut world, |(_, mut p, v)| p.0 += v.0);
+    assert_eq!(world.get::<Pos>(d), Some(&Pos(35.0)));
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(2.0)));
+
+    let mut not_frozen = world.query_filtered::<Entity, (With<Vel>, Without<Frozen>)>();
+    let mut found: Vec<Entity> = not_frozen.iter(&world).collect();
+    found.sort();
+    let mut expected = vec![a, d];
+    expected.sort();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn sparse_terms_walk_archetypes_or_the_smallest_set() {
+    let mut world = world();
+    let a = world.spawn((Pos(0.0), Marked(1)));
+    let _b = world.spawn((Pos(1.0),));
+    let c = world.spawn((Marked(3),));
+    let mut both = world.query::<(&Pos, &Marked)>();
+    assert_eq!(both.matches().mode(), IterMode::Archetypes);
+    assert_eq!(both.iter(&world).collect::<Vec<_>>(), [(&Pos(0.0), &Marked(1))]);
+
+    let mut marked = world.query::<(Entity, &mut Marked)>();
+    assert_eq!(marked.matches().mode(), IterMode::Sparse);
+    for (_, mut m) in marked.iter_mut(&mut world) {
+        m.0 *= 10;
+    }
+    assert_eq!(world.get::<Marked>(a), Some(&Marked(10)));
+    assert_eq!(world.get::<Marked>(c), Some(&Marked(30)));
+    let mut count = world.query_filtered::<Entity, With<Marked>>();
+    assert_eq!(count.count(&world), 2);
+
+    let mut optional = world.query::<(&Pos, Option<&Marked>)>();
+    let mut seen: Vec<_> = optional.iter(&world).map(|(p, m)| (p.0, m.copied())).collect();
+    seen.sort_by(|x, y| x.0.total_cmp(&y.0));
+    assert_eq!(seen, [(0.0, Some(Marked(10))), (1.0, None)]);
+}
+
+#[test]
+fn conflicting_access_is_an_error() {
+    let world = world();
+    let err = QueryState::<(&mut Pos, &Pos)>::try_new(&world).unwrap_err();
+    assert!(matches!(err, QueryError::Conflict { .. }), "{err}");
+    assert!(err.to_string().contains("Pos"));
+    assert!(QueryState::<(&mut Pos, &mut Pos)>::try_new(&world).is_err());
+    assert!(QueryState::<(&mut Pos, Option<&Pos>)>::try_new(&world).is_err());
+    assert!(QueryState::<&mut Pos, Changed<Pos>>::try_new(&world).is_err());
+    assert!(QueryState::<(&Pos, &Pos)>::try_new(&world).is_ok());
+}
+
+#[test]
+fn changed_sees_real_writes_only() {
+    let mut world = world();
+    let a = world.spawn((Pos(0.0), Marked(0)));
+    let b = world.spawn((Pos(1.0), Marked(1)));
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    let mut changed_sparse = world.query_filtered::<Entity, Changed<Marked>>();
+    assert_eq!(changed.iter(&world).count(), 2, "the first run sees everything");
+    assert_eq!(changed_sparse.iter(&world).count(), 2);
+    assert_eq!(changed.iter(&world).count(), 0);
+
+    let mut write = world.query::<(Entity, &mut Pos, &mut Marked)>();
+    for (e, mut p, m) in write.iter_mut(&mut world) {
+        let _ = p.0; // reading marks nothing
+        if e == b {
+            p.0 = 5.0;
+        }
+        let _ = &*m;
+    }
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), [b]);
+    assert_eq!(changed_sparse.iter(&world).count(), 0);
+    world.get_mut::<Marked>(a).unwrap().0 = 7;
+    assert_eq!(changed_sparse.iter(&world).collect::<Vec<_>>(), [a]);
+
+    let mut added = world.query_filtered::<Entity, Added<Pos>>();
+    assert_eq!(added.iter(&world).count(), 2);
+    let c = world.spawn((Pos(3.0),));
+    assert_eq!(added.iter(&world).collect::<Vec<_>>(), [c]);
+}
+
+#[test]
+fn get_get_many_mut_and_single() {
+    let mut world = world();
+    let a = world.spawn((Pos(0.0), Vel(1.0)));
+    let b = world.spawn((Pos(1.0), Vel(2.0)));
+    let lone = world.spawn((Pos(9.0),));
+    let mut q = world.query::<(&mut Pos, &Vel)>();
+    assert_eq!(q.get(&world, a).unwrap().0, &Pos(0.0));
+    assert_eq!(q.get(&world, lone).unwrap_err(), QueryError::DoesNotMatch(lone));
+    let [(mut pa, _), (mut pb, _)] = q.get_many_mut(&mut world, [a, b]).unwrap();
+    std::mem::swap(&mut pa.0, &mut pb.0);
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(1.0)));
+    assert_eq!(q.get_many_mut(&mut world, [a, a]).unwrap_err(), QueryError::DuplicateEntity(a));
+    world.despawn(b).unwrap();
+    assert_eq!(q.get_mut(&mut world, b).unwrap_err(), QueryError::NoSuchEntity(b));
+    assert_eq!(q.single(&world).unwrap().0, &Pos(1.0));
+    let mut all = world.query::<&Pos>();
+    assert_eq!(all.single(&world).unwrap_err(), QueryError::MultipleEntities);
+    let mut none = world.query::<&Frozen>();
+    assert_eq!(none.single(&world).unwrap_err(), QueryError::NoEntities);
+    assert!(none.is_empty(&world));
+}
+
+#[test]
+fn a_state_refuses_another_world() {
+    let world = world();
+    let other = World::new();
+    let mut q = world.query::<&Pos>();
+    assert_eq!(q.validate_world(&other), Err(QueryError::WorldMismatch));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.iter(&other).count()));
+    assert!(caught.is_err());
+}
+
+#[test]
+fn par_iter_mut_visits_every_entity_once() {
+    let mut world = world();
+    let mut n = 0u32;
+    // Tables of uneven sizes, some sparse-marked.
+    for size in [1usize, 7, 64, 65, 300, 1000, 3] {
+        for _ in 0..size {
+            world.spawn((Pos(n as f32), Marked(n)));
+            n += 1;
+        }
+        world.spawn((Pos(0.0), Frozen));
+        n += 1;
+    }
+    let visits: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let mut q = world.query::<(Entity, &mut Pos)>();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    pool.install(|| {
+        q.par_iter_mut(&mut world).batch_size(16).for_each(|(e, mut p)| {
+            visits[e.index() as usize].fetch_add(1, Ordering::Relaxed);
+            p.0 += 1.0;
+        })
+    });
+    assert!(visits.iter().all(|v| v.load(Ordering::Relaxed) == 1));
+    let mut sparse = world.query::<(Entity, &Marked)>();
+    let count = AtomicU32::new(0);
+    pool.install(|| {
+        sparse.par_iter(&world).batch_size(10).for_each(|_| {
+            count.fetch_add(1, Ordering::Relaxed);
+        })
+    });
+    assert_eq!(count.load(Ordering::Relaxed), n - 7);
+}
