@@ -15,7 +15,7 @@
 //! Column pointers are only read as the type the registry records for their component id; the
 //! bundle's pointers are moved into storage (or dropped) exactly once.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -104,7 +104,7 @@ pub struct World {
     sparse_sets: Vec<Option<ComponentSparseSet>>,
     bundles: Vec<BundleInfo>,
     bundle_index: AHashMap<TypeId, usize>,
-    resources: AHashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    resources: AHashMap<TypeId, Resource>,
     /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
     change_tick: AtomicU32,
     edge_stats: EdgeStats,
@@ -762,24 +762,36 @@ impl World {
 
     /// Inserts a resource, returning the one it replaces.
     pub fn insert_resource<R: Send + Sync + 'static>(&mut self, value: R) -> Option<R> {
-        let old = self.resources.insert(TypeId::of::<R>(), Box::new(value))?;
-        Some(*old.downcast::<R>().expect("keyed by its TypeId"))
+        let old = self.resources.insert(TypeId::of::<R>(), Resource::new(value))?;
+        // SAFETY: keyed by `R`'s `TypeId`, so the box holds an `R`.
+        Some(unsafe { old.into_inner::<R>() })
     }
 
     /// The resource of type `R`.
     pub fn resource<R: Send + Sync + 'static>(&self) -> Option<&R> {
-        self.resources.get(&TypeId::of::<R>())?.downcast_ref()
+        // SAFETY: keyed by `R`'s `TypeId`, so the pointer is to a live `R`, borrowed via `&self`.
+        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.ptr.cast::<R>().as_ref() })
     }
 
     /// The resource of type `R`, mutably.
     pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
-        self.resources.get_mut(&TypeId::of::<R>())?.downcast_mut()
+        // SAFETY: as in `resource`; `&mut self` makes the borrow unique.
+        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.ptr.cast::<R>().as_mut() })
+    }
+
+    /// A pointer to the resource of type `R`, for a scheduler that hands `&mut R` to one system
+    /// while others share the world. It carries the resource's own provenance (the box's raw
+    /// pointer, never derived from a reference), so writing through it is allowed while no
+    /// other reference to the resource is live.
+    pub fn resource_ptr<R: Send + Sync + 'static>(&self) -> Option<NonNull<R>> {
+        self.resources.get(&TypeId::of::<R>()).map(|r| r.ptr.cast())
     }
 
     /// Removes and returns the resource of type `R`.
     pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
         let old = self.resources.remove(&TypeId::of::<R>())?;
-        Some(*old.downcast::<R>().expect("keyed by its TypeId"))
+        // SAFETY: keyed by `R`'s `TypeId`, so the box holds an `R`.
+        Some(unsafe { old.into_inner::<R>() })
     }
 
     /// Whether a resource of type `R` exists.
@@ -902,6 +914,48 @@ unsafe fn drop_values(components: &Components, ids: &[ComponentId], ptrs: &[*mut
     }
 }
 
+/// A resource: a boxed value of some `Send + Sync` type, kept as a raw pointer so that a
+/// scheduler can hand out `&mut` to it through a shared world (see [`World::resource_ptr`]).
+struct Resource {
+    /// From `Box::into_raw`; owned.
+    ptr: NonNull<u8>,
+    /// Drops and frees the box behind `ptr`.
+    drop: unsafe fn(NonNull<u8>),
+}
+
+// SAFETY: the value is `Send + Sync` (`Resource::new`'s bound) and owned.
+unsafe impl Send for Resource {}
+// SAFETY: as above; `&Resource` hands out only what `&World` allows.
+unsafe impl Sync for Resource {}
+
+impl Resource {
+    fn new<R: Send + Sync + 'static>(value: R) -> Self {
+        /// # Safety
+        /// - `ptr` came from `Box::<R>::into_raw` and is dropped once.
+        unsafe fn drop_box<R>(ptr: NonNull<u8>) {
+            // SAFETY: forwarded from the caller.
+            drop(unsafe { Box::from_raw(ptr.cast::<R>().as_ptr()) });
+        }
+        let ptr = NonNull::from(Box::leak(Box::new(value))).cast();
+        Self { ptr, drop: drop_box::<R> }
+    }
+
+    /// # Safety
+    /// - The resource holds an `R`.
+    unsafe fn into_inner<R>(self) -> R {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the box holds an `R` (caller) and is freed once, here (no `Drop` runs).
+        *unsafe { Box::from_raw(this.ptr.cast::<R>().as_ptr()) }
+    }
+}
+
+impl Drop for Resource {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is the box made in `new`, dropped only here or in `into_inner`.
+        unsafe { (self.drop)(self.ptr) }
+    }
+}
+
 /// Removes an entity from sparse sets `ids[next..]`; when a value's `Drop` panics, its own
 /// `Drop` (run while unwinding) carries on with the rest.
 struct SparseRemover<'a> {
@@ -934,6 +988,8 @@ const _: () = {
     is_send_sync::<World>();
 };
 
+#[cfg(test)]
+mod resource_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

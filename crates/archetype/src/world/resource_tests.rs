@@ -1,0 +1,47 @@
+//! Resources: ownership (each dropped once), replacement, and the raw pointer a scheduler uses.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+
+struct Counted(Arc<AtomicUsize>, u32);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn resources_are_dropped_once_and_returned_when_replaced() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    assert!(world.insert_resource(Counted(drops.clone(), 1)).is_none());
+    let old = world.insert_resource(Counted(drops.clone(), 2)).unwrap();
+    assert_eq!(old.1, 1);
+    drop(old);
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    world.resource_mut::<Counted>().unwrap().1 = 3;
+    assert_eq!(world.resource::<Counted>().unwrap().1, 3);
+    world.insert_resource(String::from("kept until the world drops"));
+    let removed = world.remove_resource::<Counted>().unwrap();
+    assert_eq!(removed.1, 3);
+    assert!(!world.contains_resource::<Counted>());
+    drop(removed);
+    world.insert_resource(Counted(drops.clone(), 4));
+    drop(world);
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn the_resource_pointer_writes_through_a_shared_world() {
+    let mut world = World::new();
+    world.insert_resource(7u64);
+    let shared = &world;
+    let ptr = shared.resource_ptr::<u64>().unwrap();
+    // SAFETY: no reference to the resource is live; the pointer carries the box's provenance.
+    unsafe { *ptr.as_ptr() += 1 };
+    assert_eq!(world.resource::<u64>(), Some(&8));
+    assert!(world.resource_ptr::<u32>().is_none());
+}
