@@ -309,6 +309,64 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
     }
 
+    /// The items, read-only, with the caller vouching for access (for a shared `Query`).
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_unchecked`], for reads only.
+    pub unsafe fn iter_readonly_unchecked<'w, 's>(
+        &'s self,
+        world: &'w World,
+        last_run: u32,
+        this_run: u32,
+    ) -> QueryIter<'w, 's, D::ReadOnly, F> {
+        debug_assert!(self.validate_world(world).is_ok());
+        // SAFETY: forwarded from the caller; `D::ReadOnly` shares `D`'s state.
+        unsafe {
+            QueryIter::new(world, &self.data, &self.filter, &self.matches, last_run, this_run)
+        }
+    }
+
+    /// A parallel read-only iterator, with the caller vouching for access.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_unchecked`], for reads only.
+    pub unsafe fn par_iter_readonly_unchecked<'w, 's>(
+        &'s self,
+        world: &'w World,
+        last_run: u32,
+        this_run: u32,
+    ) -> QueryParIter<'w, 's, D::ReadOnly, F> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            QueryParIter::new(world, &self.data, &self.filter, &self.matches, last_run, this_run)
+        }
+    }
+
+    /// `entity`'s items, read-only, with the caller vouching for access.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_unchecked`], for reads only.
+    pub unsafe fn get_readonly_unchecked<'w>(
+        &self,
+        world: &'w World,
+        entity: Entity,
+        last_run: u32,
+        this_run: u32,
+    ) -> Result<<D::ReadOnly as QueryData>::Item<'w>, QueryError> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            get_in::<D::ReadOnly, F>(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                entity,
+                last_run,
+                this_run,
+            )
+        }
+    }
+
     /// Runs `f` on every matching entity's items, read-only. Counts as a run.
     pub fn for_each<'w>(
         &mut self,

@@ -1,4 +1,89 @@
-//! folio's `schedule` layer: not built yet (see the project's issues); it re-exports the layer below
-//! so the workspace compiles end to end.
+//! folio's schedule layer: systems written as plain functions, commands, events, and a
+//! deterministic parallel executor on rayon.
+//!
+//! A system is any function (or closure) whose parameters are [`SystemParam`]s: [`Query`],
+//! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Local`], [`Commands`], [`EventReader`],
+//! [`EventWriter`], `&World`, up to 16 of them; `fn(&mut World)` is an exclusive system. A
+//! [`Schedule`] orders them: explicit `before`/`after`, named sets, run conditions, sync points,
+//! and, between systems whose access conflicts, the order they were added. It runs the rest in
+//! parallel, with a result that does not depend on the number of threads.
+//!
+//! ```
+//! use folio_schedule::prelude::*;
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Position(f32);
+//! struct Velocity(f32);
+//! struct Dt(f32);
+//! struct Stopped(Entity);
+//!
+//! fn integrate(mut query: Query<(&mut Position, &Velocity)>, dt: Res<Dt>) {
+//!     for (mut p, v) in query.iter_mut() {
+//!         p.0 += v.0 * dt.0;
+//!     }
+//! }
+//!
+//! fn stop_far(query: Query<(Entity, &Position)>, mut commands: Commands, mut out: EventWriter<Stopped>) {
+//!     for (e, p) in query.iter() {
+//!         if p.0 > 1.5 {
+//!             commands.entity(e).remove::<(Velocity,)>();
+//!             out.send(Stopped(e));
+//!         }
+//!     }
+//! }
+//!
+//! fn report(mut stopped: EventReader<Stopped>, mut count: Local<usize>) {
+//!     *count += stopped.read().count();
+//! }
+//!
+//! let mut world = World::new();
+//! world.insert_resource(Dt(1.0));
+//! let e = world.spawn((Position(0.0), Velocity(1.0)));
+//! let mut schedule = Schedule::new();
+//! schedule.add_systems((integrate, stop_far.after(integrate), report.after(stop_far)));
+//! for _ in 0..3 {
+//!     schedule.run(&mut world).unwrap();
+//! }
+//! assert_eq!(world.get::<Position>(e), Some(&Position(2.0)));
+//! assert!(world.get::<Velocity>(e).is_none());
+//! ```
+#![warn(unsafe_op_in_unsafe_fn)]
 
+mod access;
+mod commands;
+mod config;
+mod error;
+mod event;
+mod param;
+mod schedule;
+mod system;
+
+pub use access::SystemAccess;
+pub use commands::{CommandQueue, CommandStats, Commands, EntityCommands};
+pub use config::{
+    ApplyDeferred, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig, SystemConfig,
+    SystemConfigs,
+};
+pub use error::ScheduleError;
+pub use event::{EventCursor, EventReader, EventWriter, Events};
 pub use folio_query::*;
+pub use param::{
+    EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
+};
+pub use schedule::Schedule;
+pub use system::{
+    BoxedCondition, BoxedSystem, ExclusiveSystem, FunctionSystem, IntoSystem, System,
+    SystemParamFunction,
+};
+
+/// Everything a game needs, in one `use`.
+pub mod prelude {
+    pub use crate::{
+        Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut,
+        Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt,
+    };
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,151 @@
+//! What a system touches: the component access of each of its queries, the resources it reads
+//! and writes, and whether it reads or writes the whole world. Two systems conflict when one
+//! writes what the other reads or writes; the executor never runs conflicting systems at once.
+
+use folio_query::{FilteredAccess, TypeKey, TypeSet};
+
+use crate::error::ScheduleError;
+
+/// One system's access.
+#[derive(Clone, Debug, Default)]
+pub struct SystemAccess {
+    /// Per query parameter: its access, and the parameter's name for messages.
+    pub queries: Vec<(FilteredAccess, String)>,
+    /// Resources read.
+    pub resource_reads: TypeSet,
+    /// Resources written.
+    pub resource_writes: TypeSet,
+    /// Reads the whole world (`&World`).
+    pub world_read: bool,
+    /// Has the world to itself (`fn(&mut World)`, sync points).
+    pub exclusive: bool,
+    /// Reserves entity ids (`Commands`): two such systems keep their order, so ids are
+    /// handed out deterministically.
+    pub reserves_entities: bool,
+}
+
+impl SystemAccess {
+    /// Adds a query parameter's access; an error naming both parameters if it conflicts with
+    /// another query of the same system.
+    pub fn add_query(
+        &mut self,
+        system: &str,
+        access: FilteredAccess,
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        for (other, other_param) in &self.queries {
+            if let Some(key) = access.conflict(other) {
+                return Err(ScheduleError::ConflictingParams {
+                    system: system.to_owned(),
+                    first: other_param.clone(),
+                    second: param,
+                    on: key.name,
+                });
+            }
+        }
+        if self.world_read && !access.writes.is_empty() {
+            return Err(ScheduleError::ConflictingParams {
+                system: system.to_owned(),
+                first: "&World".to_owned(),
+                second: param,
+                on: "the world",
+            });
+        }
+        self.queries.push((access, param));
+        Ok(())
+    }
+
+    /// Adds a resource read.
+    pub fn add_resource_read(
+        &mut self,
+        system: &str,
+        key: TypeKey,
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        if self.resource_writes.contains(key.id) {
+            return Err(self.resource_conflict(system, key, param));
+        }
+        self.resource_reads.insert(key);
+        Ok(())
+    }
+
+    /// Adds a resource write.
+    pub fn add_resource_write(
+        &mut self,
+        system: &str,
+        key: TypeKey,
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        if self.resource_writes.contains(key.id)
+            || self.resource_reads.contains(key.id)
+            || self.world_read
+        {
+            return Err(self.resource_conflict(system, key, param));
+        }
+        self.resource_writes.insert(key);
+        Ok(())
+    }
+
+    fn resource_conflict(&self, system: &str, key: TypeKey, param: String) -> ScheduleError {
+        ScheduleError::ConflictingParams {
+            system: system.to_owned(),
+            first: format!("another parameter using {}", key.name),
+            second: param,
+            on: key.name,
+        }
+    }
+
+    /// Marks a read of the whole world; an error if the system writes anything.
+    pub fn add_world_read(&mut self, system: &str) -> Result<(), ScheduleError> {
+        let writes_components = self.queries.iter().any(|(a, _)| !a.writes.is_empty());
+        if writes_components || !self.resource_writes.is_empty() {
+            return Err(ScheduleError::ConflictingParams {
+                system: system.to_owned(),
+                first: "a writing parameter".to_owned(),
+                second: "&World".to_owned(),
+                on: "the world",
+            });
+        }
+        self.world_read = true;
+        Ok(())
+    }
+
+    /// Whether the system writes anything at all.
+    pub fn writes_anything(&self) -> bool {
+        self.queries.iter().any(|(a, _)| !a.writes.is_empty()) || !self.resource_writes.is_empty()
+    }
+
+    /// Merges `other` (a run condition's access) into this one.
+    pub fn extend(&mut self, other: &SystemAccess) {
+        self.queries.extend(other.queries.iter().cloned());
+        for key in other.resource_reads.iter() {
+            self.resource_reads.insert(*key);
+        }
+        for key in other.resource_writes.iter() {
+            self.resource_writes.insert(*key);
+        }
+        self.world_read |= other.world_read;
+        self.exclusive |= other.exclusive;
+        self.reserves_entities |= other.reserves_entities;
+    }
+
+    /// Whether the two systems may not run at the same time.
+    pub fn conflicts_with(&self, other: &SystemAccess) -> bool {
+        if self.exclusive || other.exclusive || (self.reserves_entities && other.reserves_entities)
+        {
+            return true;
+        }
+        if (self.world_read && other.writes_anything())
+            || (other.world_read && self.writes_anything())
+        {
+            return true;
+        }
+        if self.resource_writes.first_common(&other.resource_writes).is_some()
+            || self.resource_writes.first_common(&other.resource_reads).is_some()
+            || self.resource_reads.first_common(&other.resource_writes).is_some()
+        {
+            return true;
+        }
+        self.queries.iter().any(|(a, _)| other.queries.iter().any(|(b, _)| a.conflict(b).is_some()))
+    }
+}

@@ -1,0 +1,58 @@
+//! What can go wrong building or running a schedule.
+
+use std::fmt;
+
+/// A schedule error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleError {
+    /// Two parameters of one system would alias (`Query<&mut A>` beside `Query<&A>`).
+    ConflictingParams {
+        /// The system.
+        system: String,
+        /// One parameter.
+        first: String,
+        /// The other.
+        second: String,
+        /// The component or resource both touch.
+        on: &'static str,
+    },
+    /// The ordering constraints form a cycle through these systems.
+    Cycle(Vec<String>),
+    /// A system panicked; the other running systems finished first and the world is
+    /// consistent.
+    SystemPanicked {
+        /// The system.
+        system: String,
+        /// The panic message, if it was a string.
+        message: String,
+    },
+    /// A query parameter could not be built.
+    Query {
+        /// The system.
+        system: String,
+        /// Why.
+        error: folio_query::QueryError,
+    },
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ConflictingParams { system, first, second, on } => write!(
+                f,
+                "system `{system}`: parameters `{first}` and `{second}` conflict on `{on}` \
+                 (one writes what the other reads or writes; add a Without filter to make \
+                 two queries disjoint, or merge them into one)"
+            ),
+            Self::Cycle(systems) => {
+                write!(f, "the ordering constraints form a cycle: {}", systems.join(" -> "))
+            }
+            Self::SystemPanicked { system, message } => {
+                write!(f, "system `{system}` panicked: {message}")
+            }
+            Self::Query { system, error } => write!(f, "system `{system}`: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}

@@ -1,0 +1,214 @@
+//! Events: [`Events<E>`] is a double-buffered queue kept as a resource; [`EventWriter`] sends,
+//! [`EventReader`] reads with its own cursor. An event can be read during the schedule run it
+//! was sent in and the next one; the schedule ages every event type its systems use once per
+//! run, after the systems and commands.
+
+use std::marker::PhantomData;
+
+use folio_query::{TypeKey, World};
+
+use crate::error::ScheduleError;
+use crate::param::{SystemMeta, SystemParam};
+
+/// The queue of events of type `E`.
+pub struct Events<E> {
+    /// Sent in the previous update period; ids `older_start..newer_start`.
+    older: Vec<E>,
+    /// Sent in this one; ids `newer_start..`.
+    newer: Vec<E>,
+    older_start: u64,
+    newer_start: u64,
+}
+
+impl<E> Default for Events<E> {
+    fn default() -> Self {
+        Self { older: Vec::new(), newer: Vec::new(), older_start: 0, newer_start: 0 }
+    }
+}
+
+impl<E> Events<E> {
+    /// Sends an event.
+    pub fn send(&mut self, event: E) {
+        self.newer.push(event);
+    }
+
+    /// The id the next event will get.
+    pub fn next_id(&self) -> u64 {
+        self.newer_start + self.newer.len() as u64
+    }
+
+    /// Events still readable.
+    pub fn len(&self) -> usize {
+        self.older.len() + self.newer.len()
+    }
+
+    /// Whether none is readable.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Ages the queue: events sent before the previous update are dropped.
+    pub fn update(&mut self) {
+        self.older = std::mem::take(&mut self.newer);
+        self.older_start = self.newer_start;
+        self.newer_start = self.older_start + self.older.len() as u64;
+    }
+
+    /// Events with ids from `cursor` on, and how many were missed (dropped before they were
+    /// read).
+    pub fn read_from(&self, cursor: u64) -> (impl Iterator<Item = &E>, u64) {
+        let missed = self.older_start.saturating_sub(cursor);
+        let start = cursor.max(self.older_start);
+        let older_skip = (start - self.older_start).min(self.older.len() as u64) as usize;
+        let newer_skip = start.saturating_sub(self.newer_start) as usize;
+        let iter = self.older[older_skip..]
+            .iter()
+            .chain(self.newer[newer_skip.min(self.newer.len())..].iter());
+        (iter, missed)
+    }
+
+    /// Ages the `E` events in `world`, if it has them.
+    pub fn update_in(world: &mut World)
+    where
+        E: Send + Sync + 'static,
+    {
+        if let Some(events) = world.resource_mut::<Events<E>>() {
+            events.update();
+        }
+    }
+}
+
+/// Reads events of type `E`; each reader sees each event once.
+pub struct EventReader<'w, 's, E> {
+    events: &'w Events<E>,
+    cursor: &'s mut EventCursor<E>,
+}
+
+/// A reader's position in an event queue.
+pub struct EventCursor<E> {
+    next: u64,
+    missed: u64,
+    _marker: PhantomData<fn() -> E>,
+}
+
+impl<E> Default for EventCursor<E> {
+    fn default() -> Self {
+        Self { next: 0, missed: 0, _marker: PhantomData }
+    }
+}
+
+impl<'w, E> EventReader<'w, '_, E> {
+    /// The events not read yet by this reader, oldest first.
+    pub fn read(&mut self) -> impl Iterator<Item = &'w E> + use<'w, E> {
+        let (iter, missed) = self.events.read_from(self.cursor.next);
+        self.cursor.missed += missed;
+        self.cursor.next = self.events.next_id();
+        iter
+    }
+
+    /// How many unread events there are.
+    pub fn len(&self) -> usize {
+        let start = self.cursor.next.max(self.events.older_start);
+        (self.events.next_id() - start) as usize
+    }
+
+    /// Whether there is no unread event.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Marks every event read.
+    pub fn clear(&mut self) {
+        self.cursor.next = self.events.next_id();
+    }
+
+    /// Events this reader missed because they aged out before it ran.
+    pub fn missed(&self) -> u64 {
+        self.cursor.missed
+    }
+}
+
+/// Sends events of type `E`.
+pub struct EventWriter<'w, E> {
+    events: &'w mut Events<E>,
+}
+
+impl<E> EventWriter<'_, E> {
+    /// Sends `event`.
+    pub fn send(&mut self, event: E) {
+        self.events.send(event);
+    }
+
+    /// Sends every event of `events`.
+    pub fn send_batch(&mut self, events: impl IntoIterator<Item = E>) {
+        self.events.newer.extend(events);
+    }
+}
+
+fn init_events<E: Send + Sync + 'static>(world: &mut World, meta: &mut SystemMeta) {
+    if !world.contains_resource::<Events<E>>() {
+        world.insert_resource(Events::<E>::default());
+    }
+    meta.event_updaters.push((std::any::TypeId::of::<Events<E>>(), Events::<E>::update_in));
+}
+
+// SAFETY: records a read of the `Events<E>` resource, the only thing it reads; the cursor is
+// its own state.
+unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
+    type State = EventCursor<E>;
+    type Item<'w, 's> = EventReader<'w, 's, E>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let name = meta.name.clone();
+        let param = std::any::type_name::<Self>().to_owned();
+        meta.access.add_resource_read(&name, TypeKey::of::<Events<E>>(), param)
+    }
+
+    fn init_state(
+        world: &mut World,
+        meta: &mut SystemMeta,
+    ) -> Result<EventCursor<E>, ScheduleError> {
+        init_events::<E>(world, meta);
+        Ok(EventCursor::default())
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut EventCursor<E>,
+        _: &SystemMeta,
+        world: &'w World,
+        _: u32,
+    ) -> EventReader<'w, 's, E> {
+        let ptr = world.resource_ptr::<Events<E>>().expect("inserted by init_state");
+        // SAFETY: a live queue; the schedule lets no system write it while this one reads.
+        EventReader { events: unsafe { ptr.as_ref() }, cursor: state }
+    }
+}
+
+// SAFETY: records a write of the `Events<E>` resource, the only thing it touches.
+unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
+    type State = ();
+    type Item<'w, 's> = EventWriter<'w, E>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let name = meta.name.clone();
+        let param = std::any::type_name::<Self>().to_owned();
+        meta.access.add_resource_write(&name, TypeKey::of::<Events<E>>(), param)
+    }
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        init_events::<E>(world, meta);
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(
+        _: &mut (),
+        _: &SystemMeta,
+        world: &'w World,
+        _: u32,
+    ) -> EventWriter<'w, E> {
+        let ptr = world.resource_ptr::<Events<E>>().expect("inserted by init_state");
+        // SAFETY: a live queue behind a pointer with the box's provenance; the schedule lets no
+        // other system touch it while this one runs.
+        EventWriter { events: unsafe { &mut *ptr.as_ptr() } }
+    }
+}

@@ -1,0 +1,492 @@
+//! [`SystemParam`]: what a system function can ask for — [`Query`], [`Res`], [`ResMut`],
+//! `Option<Res<R>>`, `Option<ResMut<R>>`, [`Local`], [`Commands`](crate::Commands),
+//! [`EventReader`](crate::EventReader), [`EventWriter`](crate::EventWriter), `&World`, and
+//! tuples of them.
+//!
+//! # Safety model
+//! A parameter declares its access statically ([`SystemParam::access`]), before any world is
+//! seen; the schedule never runs two systems whose accesses conflict at the same time, and a
+//! system whose own parameters conflict is rejected. So `get_param` may hand out `&mut` to
+//! what it declared as written, through the shared `&World` every running system holds: the
+//! world's columns and resources are reached through raw pointers with their own provenance
+//! (`Column::as_ptr`, `World::resource_ptr`), never through a reference another system holds.
+
+use std::any::TypeId;
+use std::ops::{Deref, DerefMut};
+
+use folio_query::{
+    Entity, QueryData, QueryError, QueryFilter, QueryIter, QueryParIter, QueryState,
+    ReadOnlyQueryData, TypeKey, World,
+};
+
+use crate::access::SystemAccess;
+use crate::commands::CommandStats;
+use crate::error::ScheduleError;
+
+/// A system's bookkeeping: its name, access, and the tick of its last run.
+#[derive(Clone, Debug)]
+pub struct SystemMeta {
+    /// The system's name (its function's type name).
+    pub name: String,
+    /// What it touches.
+    pub access: SystemAccess,
+    /// The tick of its last run: `Changed`/`Added` in its queries mean "since then".
+    pub last_run: u32,
+    /// Per event type it uses, the function that ages that type's events (run once per
+    /// schedule run).
+    pub event_updaters: Vec<EventUpdater>,
+}
+
+/// An event type's id and the function that ages its queue.
+pub type EventUpdater = (TypeId, fn(&mut World));
+
+impl SystemMeta {
+    /// Empty bookkeeping for a system named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            access: SystemAccess::default(),
+            last_run: 0,
+            event_updaters: Vec::new(),
+        }
+    }
+}
+
+/// Something a system function can take as a parameter.
+///
+/// # Safety
+/// - [`SystemParam::access`] records everything `get_param`'s item reads (as reads) and writes
+///   (as writes).
+pub unsafe trait SystemParam: Sized {
+    /// Kept across runs (a query's cache, a `Local`'s value, a command buffer).
+    type State: Send + Sync + 'static;
+    /// The parameter as the system function receives it.
+    type Item<'w, 's>: SystemParam<State = Self::State>;
+
+    /// Records the parameter's access; an error if it conflicts with the system's other
+    /// parameters.
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError>;
+
+    /// Builds the state for `world`.
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError>;
+
+    /// Refreshes the state before a run (a query matches new archetypes).
+    fn update(_state: &mut Self::State, _world: &World) {}
+
+    /// The parameter for one run.
+    ///
+    /// # Safety
+    /// - `state` was built for `world`; the caller holds the access [`SystemParam::access`]
+    ///   recorded, for `'w`.
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut Self::State,
+        meta: &SystemMeta,
+        world: &'w World,
+        this_run: u32,
+    ) -> Self::Item<'w, 's>;
+
+    /// Applies what the parameter deferred (commands) to the world.
+    fn apply(_state: &mut Self::State, _world: &mut World, _stats: &mut CommandStats) {}
+
+    /// Throws away what the parameter deferred (after its system panicked).
+    fn discard(_state: &mut Self::State, _world: &mut World) {}
+}
+
+/// The item type of a parameter, for given lifetimes.
+pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
+
+fn param_name<P>() -> String {
+    std::any::type_name::<P>().to_owned()
+}
+
+/// A query as a system parameter: the entities with `D` that pass `F`.
+pub struct Query<'w, 's, D: QueryData, F: QueryFilter = ()> {
+    world: &'w World,
+    state: &'s QueryState<D, F>,
+    last_run: u32,
+    this_run: u32,
+}
+
+impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
+    /// The items, read-only.
+    pub fn iter(&self) -> QueryIter<'_, 's, D::ReadOnly, F> {
+        // SAFETY: the schedule holds this system's access; reads through `&self` cannot
+        // overlap the writes of `iter_mut`, which takes `&mut self`.
+        unsafe { self.state.iter_readonly_unchecked(self.world, self.last_run, self.this_run) }
+    }
+
+    /// The items, mutably.
+    pub fn iter_mut(&mut self) -> QueryIter<'_, 's, D, F> {
+        // SAFETY: the schedule holds this system's access, and `&mut self` keeps any other
+        // item of this query from being alive.
+        unsafe { self.state.iter_unchecked(self.world, self.last_run, self.this_run) }
+    }
+
+    /// Runs `f` on every item, read-only.
+    pub fn for_each(&self, f: impl FnMut(<D::ReadOnly as QueryData>::Item<'_>)) {
+        self.iter().for_each(f);
+    }
+
+    /// Runs `f` on every item, mutably.
+    pub fn for_each_mut(&mut self, f: impl FnMut(D::Item<'_>)) {
+        self.iter_mut().for_each(f);
+    }
+
+    /// A parallel iterator over the items, read-only.
+    pub fn par_iter(&self) -> QueryParIter<'_, 's, D::ReadOnly, F> {
+        // SAFETY: as in `iter`.
+        unsafe { self.state.par_iter_readonly_unchecked(self.world, self.last_run, self.this_run) }
+    }
+
+    /// A parallel iterator over the items, mutably.
+    pub fn par_iter_mut(&mut self) -> QueryParIter<'_, 's, D, F> {
+        // SAFETY: as in `iter_mut`.
+        unsafe { self.state.par_iter_unchecked(self.world, self.last_run, self.this_run) }
+    }
+
+    /// `entity`'s items, read-only.
+    pub fn get(&self, entity: Entity) -> Result<<D::ReadOnly as QueryData>::Item<'_>, QueryError> {
+        // SAFETY: as in `iter`.
+        unsafe {
+            self.state.get_readonly_unchecked(self.world, entity, self.last_run, self.this_run)
+        }
+    }
+
+    /// `entity`'s items, mutably.
+    pub fn get_mut(&mut self, entity: Entity) -> Result<D::Item<'_>, QueryError> {
+        // SAFETY: as in `iter_mut`; one item is handed out while `&mut self` is borrowed.
+        unsafe { self.state.get_unchecked(self.world, entity, self.last_run, self.this_run) }
+    }
+
+    /// The items of `N` distinct entities, mutably; an error if one is named twice.
+    pub fn get_many_mut<const N: usize>(
+        &mut self,
+        entities: [Entity; N],
+    ) -> Result<[D::Item<'_>; N], QueryError> {
+        // SAFETY: as in `iter_mut`; the entities are checked to be distinct.
+        unsafe { self.state.get_many_unchecked(self.world, entities, self.last_run, self.this_run) }
+    }
+
+    /// The one matching entity's items; an error unless exactly one matches.
+    pub fn single(&self) -> Result<<D::ReadOnly as QueryData>::Item<'_>, QueryError> {
+        let mut iter = self.iter();
+        let first = iter.next().ok_or(QueryError::NoEntities)?;
+        if iter.next().is_some() {
+            return Err(QueryError::MultipleEntities);
+        }
+        Ok(first)
+    }
+
+    /// The one matching entity's items, mutably; an error unless exactly one matches.
+    pub fn single_mut(&mut self) -> Result<D::Item<'_>, QueryError> {
+        let mut iter = self.iter_mut();
+        let first = iter.next().ok_or(QueryError::NoEntities)?;
+        if iter.next().is_some() {
+            return Err(QueryError::MultipleEntities);
+        }
+        Ok(first)
+    }
+
+    /// Whether no entity matches.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
+impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &'w Query<'_, 's, D, F> {
+    type Item = D::Item<'w>;
+    type IntoIter = QueryIter<'w, 's, D, F>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+// SAFETY: records the query's component access (validated against itself by `QueryState`, and
+// against the system's other queries by `add_query`); `get_param` hands out a `Query` whose
+// methods stay within it.
+unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Query<'_, '_, D, F> {
+    type State = QueryState<D, F>;
+    type Item<'w, 's> = Query<'w, 's, D, F>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let access = QueryState::<D, F>::component_access()
+            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })?;
+        let name = meta.name.clone();
+        meta.access.add_query(&name, access, param_name::<Self>())
+    }
+
+    fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError> {
+        QueryState::try_new(world)
+            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })
+    }
+
+    fn update(state: &mut Self::State, world: &World) {
+        state.update_archetypes(world);
+    }
+
+    unsafe fn get_param<'w, 's>(
+        state: &'s mut Self::State,
+        meta: &SystemMeta,
+        world: &'w World,
+        this_run: u32,
+    ) -> Query<'w, 's, D, F> {
+        Query { world, state, last_run: meta.last_run, this_run }
+    }
+}
+
+/// A shared borrow of resource `R`.
+pub struct Res<'w, R> {
+    value: &'w R,
+}
+
+impl<R> Deref for Res<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+/// A mutable borrow of resource `R`.
+pub struct ResMut<'w, R> {
+    value: &'w mut R,
+}
+
+impl<R> Deref for ResMut<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        self.value
+    }
+}
+
+impl<R> DerefMut for ResMut<'_, R> {
+    fn deref_mut(&mut self) -> &mut R {
+        self.value
+    }
+}
+
+fn missing_resource<R>(meta: &SystemMeta) -> ! {
+    panic!(
+        "system `{}` needs resource `{}`, which is not in the world (insert it first, or take \
+         Option<Res<{}>>)",
+        meta.name,
+        std::any::type_name::<R>(),
+        std::any::type_name::<R>()
+    )
+}
+
+// SAFETY: records a read of `R`; hands out `&R`.
+unsafe impl<R: Send + Sync + 'static> SystemParam for Res<'_, R> {
+    type State = ();
+    type Item<'w, 's> = Res<'w, R>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let name = meta.name.clone();
+        meta.access.add_resource_read(&name, TypeKey::of::<R>(), param_name::<Self>())
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(_: &mut (), meta: &SystemMeta, world: &'w World, _: u32) -> Res<'w, R> {
+        let ptr = world.resource_ptr::<R>().unwrap_or_else(|| missing_resource::<R>(meta));
+        // SAFETY: a live `R`; the schedule lets no system write it while this one reads it.
+        Res { value: unsafe { ptr.as_ref() } }
+    }
+}
+
+// SAFETY: records a write of `R`; hands out `&mut R`.
+unsafe impl<R: Send + Sync + 'static> SystemParam for ResMut<'_, R> {
+    type State = ();
+    type Item<'w, 's> = ResMut<'w, R>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let name = meta.name.clone();
+        meta.access.add_resource_write(&name, TypeKey::of::<R>(), param_name::<Self>())
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(
+        _: &mut (),
+        meta: &SystemMeta,
+        world: &'w World,
+        _: u32,
+    ) -> ResMut<'w, R> {
+        let ptr = world.resource_ptr::<R>().unwrap_or_else(|| missing_resource::<R>(meta));
+        // SAFETY: a live `R` behind a pointer with the box's provenance; the schedule lets no
+        // other system touch it while this one runs.
+        ResMut { value: unsafe { &mut *ptr.as_ptr() } }
+    }
+}
+
+// SAFETY: as `Res<R>`.
+unsafe impl<R: Send + Sync + 'static> SystemParam for Option<Res<'_, R>> {
+    type State = ();
+    type Item<'w, 's> = Option<Res<'w, R>>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Res::<R>::access(meta)
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(
+        _: &mut (),
+        _: &SystemMeta,
+        world: &'w World,
+        _: u32,
+    ) -> Option<Res<'w, R>> {
+        // SAFETY: as in `Res`.
+        world.resource_ptr::<R>().map(|ptr| Res { value: unsafe { ptr.as_ref() } })
+    }
+}
+
+// SAFETY: as `ResMut<R>`.
+unsafe impl<R: Send + Sync + 'static> SystemParam for Option<ResMut<'_, R>> {
+    type State = ();
+    type Item<'w, 's> = Option<ResMut<'w, R>>;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        ResMut::<R>::access(meta)
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(
+        _: &mut (),
+        _: &SystemMeta,
+        world: &'w World,
+        _: u32,
+    ) -> Option<ResMut<'w, R>> {
+        // SAFETY: as in `ResMut`.
+        world.resource_ptr::<R>().map(|ptr| ResMut { value: unsafe { &mut *ptr.as_ptr() } })
+    }
+}
+
+/// A value private to one system, kept across its runs (starts as `T::default()`).
+pub struct Local<'s, T> {
+    value: &'s mut T,
+}
+
+impl<T> Deref for Local<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T> DerefMut for Local<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value
+    }
+}
+
+// SAFETY: touches only its own state.
+unsafe impl<T: Default + Send + Sync + 'static> SystemParam for Local<'_, T> {
+    type State = T;
+    type Item<'w, 's> = Local<'s, T>;
+
+    fn access(_: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<T, ScheduleError> {
+        Ok(T::default())
+    }
+
+    unsafe fn get_param<'s>(state: &'s mut T, _: &SystemMeta, _: &World, _: u32) -> Local<'s, T> {
+        Local { value: state }
+    }
+}
+
+// SAFETY: records a read of the whole world; hands out `&World`, through which only reads are
+// possible.
+unsafe impl SystemParam for &World {
+    type State = ();
+    type Item<'w, 's> = &'w World;
+
+    fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+        let name = meta.name.clone();
+        meta.access.add_world_read(&name)
+    }
+
+    fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    unsafe fn get_param<'w>(_: &mut (), _: &SystemMeta, world: &'w World, _: u32) -> &'w World {
+        world
+    }
+}
+
+macro_rules! tuple_param {
+    ($($name:ident),*) => {
+        // SAFETY: every method forwards to each element; the access is the union, each element
+        // checked against the ones before it.
+        #[allow(non_snake_case, unused_variables, clippy::unused_unit)]
+        unsafe impl<$($name: SystemParam),*> SystemParam for ($($name,)*) {
+            type State = ($($name::State,)*);
+            type Item<'w, 's> = ($($name::Item<'w, 's>,)*);
+
+            fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
+                $($name::access(meta)?;)*
+                Ok(())
+            }
+
+            fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError> {
+                Ok(($($name::init_state(world, meta)?,)*))
+            }
+
+            fn update(state: &mut Self::State, world: &World) {
+                let ($($name,)*) = state;
+                $($name::update($name, world);)*
+            }
+
+            #[allow(unused_unsafe)]
+            unsafe fn get_param<'w, 's>(
+                state: &'s mut Self::State,
+                meta: &SystemMeta,
+                world: &'w World,
+                this_run: u32,
+            ) -> Self::Item<'w, 's> {
+                let ($($name,)*) = state;
+                // SAFETY: forwarded from the caller.
+                unsafe { ($($name::get_param($name, meta, world, this_run),)*) }
+            }
+
+            fn apply(state: &mut Self::State, world: &mut World, stats: &mut CommandStats) {
+                let ($($name,)*) = state;
+                $($name::apply($name, world, stats);)*
+            }
+
+            fn discard(state: &mut Self::State, world: &mut World) {
+                let ($($name,)*) = state;
+                $($name::discard($name, world);)*
+            }
+        }
+    };
+}
+
+macro_rules! all_tuples {
+    ($m:ident; $($all:ident),*) => { all_tuples!(@step $m; []; $($all),*); };
+    (@step $m:ident; [$($done:ident),*]; $next:ident $(, $rest:ident)*) => {
+        $m!($($done,)* $next);
+        all_tuples!(@step $m; [$($done,)* $next]; $($rest),*);
+    };
+    (@step $m:ident; [$($done:ident),*];) => {};
+}
+pub(crate) use all_tuples;
+
+tuple_param!();
+all_tuples!(tuple_param; P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14, P15);

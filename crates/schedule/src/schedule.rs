@@ -1,0 +1,629 @@
+//! [`Schedule`]: systems, their order, and the executor that runs them in parallel.
+//!
+//! # Order and determinism
+//! The schedule builds a DAG over its systems: an edge for every explicit `before`/`after`
+//! (directly or through sets), and an edge between every pair of *conflicting* systems (one
+//! writes what the other touches), in the order they were added unless an explicit constraint
+//! already orders them. Systems that do not conflict commute, so running ready systems in any
+//! order on any number of threads gives the same world, bit for bit. Each system's change tick
+//! is its position in one fixed topological order, so change detection is deterministic too.
+//!
+//! # Execution
+//! The topological order is cut into segments at exclusive systems (`fn(&mut World)`) and sync
+//! points. A segment's systems run on rayon as soon as their predecessors finish; an exclusive
+//! system runs alone between segments. Commands are applied in the topological order at sync
+//! points and at the end of the run; then every event type the systems use is aged.
+//!
+//! # Panics
+//! A system that panics stops the launch of further systems; the ones already running finish,
+//! the commands of the systems that completed are applied, the panicking system's commands are
+//! thrown away, and [`Schedule::run`] returns [`ScheduleError::SystemPanicked`]. The world stays
+//! consistent: a running system can only write component values and resources, never structure.
+//!
+//! # Safety model
+//! During a segment every running system holds a shared `&World` and writes only what its
+//! [`SystemAccess`] declares; the DAG orders every conflicting pair, so two systems that run at
+//! the same time never touch the same data mutably. Each system's state lives in a
+//! [`NodeCell`], which exactly one task uses per run (a node is launched once, when its last
+//! predecessor finishes).
+
+use std::any::{Any, TypeId};
+use std::cell::UnsafeCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use ahash::AHashMap;
+use folio_query::{World, WorldId};
+
+use crate::access::SystemAccess;
+use crate::commands::CommandStats;
+use crate::config::{IntoSystemConfigs, Label, SetConfig, SystemConfig};
+use crate::error::ScheduleError;
+use crate::param::EventUpdater;
+use crate::system::{BoxedCondition, BoxedSystem};
+
+/// One system in the schedule, with its run conditions.
+struct Node {
+    system: BoxedSystem,
+    conditions: Vec<BoxedCondition>,
+    label: TypeId,
+    sets: Vec<&'static str>,
+    before: Vec<Label>,
+    after: Vec<Label>,
+    /// The system's access merged with its conditions'.
+    access: SystemAccess,
+    sync_point: bool,
+}
+
+/// A node's state, used by one task at a time.
+struct NodeCell(UnsafeCell<Node>);
+
+// SAFETY: `Node` is `Send` (systems and conditions are `Send + Sync`), and the executor hands
+// each cell to one task per run (see the module's safety model), so no two threads use one
+// cell at once.
+unsafe impl Sync for NodeCell {}
+
+/// A part of the topological order.
+enum Segment {
+    /// Systems that may run in parallel: `nodes` in topological order, with, per node, the
+    /// number of predecessors inside the segment and the successors inside it.
+    Parallel { nodes: Vec<usize>, predecessors: Vec<usize>, successors: Vec<Vec<usize>> },
+    /// An exclusive system or a sync point.
+    Exclusive(usize),
+}
+
+struct Plan {
+    /// Node indices in topological order.
+    order: Vec<usize>,
+    /// Each node's position in `order`: its tick offset.
+    position: Vec<usize>,
+    segments: Vec<Segment>,
+}
+
+/// A set of systems and the order they run in (see the module docs).
+#[derive(Default)]
+pub struct Schedule {
+    nodes: Vec<NodeCell>,
+    sets: AHashMap<&'static str, SetConfig>,
+    plan: Option<Plan>,
+    world: Option<WorldId>,
+    event_updaters: Vec<EventUpdater>,
+    stats: CommandStats,
+}
+
+impl Schedule {
+    /// An empty schedule.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds systems.
+    ///
+    /// # Panics
+    /// When a system's own parameters conflict (the message names them); see
+    /// [`Schedule::try_add_systems`].
+    pub fn add_systems<M>(&mut self, systems: impl IntoSystemConfigs<M>) -> &mut Self {
+        self.try_add_systems(systems).unwrap_or_else(|e| panic!("Schedule::add_systems: {e}"))
+    }
+
+    /// Adds systems, or says which system's parameters conflict (nothing is added then).
+    pub fn try_add_systems<M>(
+        &mut self,
+        systems: impl IntoSystemConfigs<M>,
+    ) -> Result<&mut Self, ScheduleError> {
+        let configs = systems.into_configs().0;
+        for config in &configs {
+            check_params(config)?;
+        }
+        for config in configs {
+            let SystemConfig { system, label, sets, before, after, conditions, sync_point, .. } =
+                config;
+            let mut access = system.access().clone();
+            for condition in &conditions {
+                access.extend(condition.access());
+            }
+            let node = Node { system, conditions, label, sets, before, after, access, sync_point };
+            self.nodes.push(NodeCell(UnsafeCell::new(node)));
+        }
+        self.plan = None;
+        self.world = None;
+        Ok(self)
+    }
+
+    /// Sets the ordering and run conditions of the named set.
+    pub fn configure_set(&mut self, set: &'static str, config: SetConfig) -> &mut Self {
+        self.sets.insert(set, config);
+        self.plan = None;
+        self.world = None;
+        self
+    }
+
+    /// The number of systems (sync points included).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there is no system.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Commands applied and skipped over every run so far.
+    pub fn command_stats(&self) -> &CommandStats {
+        &self.stats
+    }
+
+    /// The system names in the order the schedule runs them (builds the plan if needed).
+    pub fn order(&mut self, world: &mut World) -> Result<Vec<String>, ScheduleError> {
+        self.initialize(world)?;
+        let plan = self.plan.as_ref().expect("built by initialize");
+        Ok(plan.order.iter().map(|&i| self.node(i).system.name().to_owned()).collect())
+    }
+
+    fn node(&self, i: usize) -> &Node {
+        // SAFETY: called only outside a run (through `&self`/`&mut self` of the schedule), when
+        // no task holds a node.
+        unsafe { &*self.nodes[i].0.get() }
+    }
+
+    fn node_mut(&mut self, i: usize) -> &mut Node {
+        self.nodes[i].0.get_mut()
+    }
+
+    /// Initializes every system for `world` and builds the plan (once per world and change).
+    pub fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        if self.world == Some(world.id()) && self.plan.is_some() {
+            return Ok(());
+        }
+        let mut updaters: Vec<EventUpdater> = Vec::new();
+        for i in 0..self.nodes.len() {
+            let node = self.node_mut(i);
+            node.system.initialize(world)?;
+            for condition in &mut node.conditions {
+                condition.initialize(world)?;
+            }
+            updaters.extend_from_slice(node.system.event_updaters());
+        }
+        for config in self.sets.values_mut() {
+            for condition in &mut config.conditions {
+                condition.initialize(world)?;
+            }
+        }
+        updaters.sort_by_key(|(id, _)| *id);
+        updaters.dedup_by_key(|(id, _)| *id);
+        self.event_updaters = updaters;
+        self.plan = Some(self.build_plan()?);
+        self.world = Some(world.id());
+        Ok(())
+    }
+
+    #[allow(clippy::needless_range_loop)] // `edges` is written at other indices in the loop
+    fn build_plan(&self) -> Result<Plan, ScheduleError> {
+        let n = self.nodes.len();
+        let matches = |label: &Label| -> Vec<usize> {
+            (0..n)
+                .filter(|&i| match label {
+                    Label::System(id, _) => self.node(i).label == *id,
+                    Label::Set(set) => self.node(i).sets.contains(set),
+                })
+                .collect()
+        };
+        // Explicit edges, from the systems' and their sets' constraints.
+        let mut edges = vec![Vec::new(); n];
+        for i in 0..n {
+            let node = self.node(i);
+            let set_configs = node.sets.iter().filter_map(|s| self.sets.get(s));
+            let befores = node.before.iter().chain(set_configs.clone().flat_map(|c| &c.before));
+            let afters = node.after.iter().chain(set_configs.flat_map(|c| &c.after));
+            for label in befores {
+                edges[i].extend(matches(label).into_iter().filter(|&j| j != i));
+            }
+            for label in afters {
+                for j in matches(label).into_iter().filter(|&j| j != i) {
+                    edges[j].push(i);
+                }
+            }
+        }
+        for list in &mut edges {
+            list.sort_unstable();
+            list.dedup();
+        }
+        if let Some(cycle) = find_cycle(&edges) {
+            let names = cycle.iter().map(|&i| self.node(i).system.name().to_owned()).collect();
+            return Err(ScheduleError::Cycle(names));
+        }
+        // Reachability over the explicit edges, then conflict edges in insertion order where
+        // nothing orders the pair yet (an added edge never closes a cycle: its head does not
+        // reach its tail).
+        let mut reach = Reach::new(n);
+        for (from, list) in edges.iter().enumerate() {
+            for &to in list {
+                reach.add_edge(from, to);
+            }
+        }
+        for i in 0..n {
+            for j in i + 1..n {
+                if reach.reaches(i, j) || reach.reaches(j, i) {
+                    continue;
+                }
+                if self.node(i).access.conflicts_with(&self.node(j).access) {
+                    edges[i].push(j);
+                    reach.add_edge(i, j);
+                }
+            }
+        }
+        let order = topological_order(&edges);
+        let mut position = vec![0; n];
+        for (p, &i) in order.iter().enumerate() {
+            position[i] = p;
+        }
+        let mut segments = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        let flush = |current: &mut Vec<usize>, segments: &mut Vec<Segment>| {
+            if current.is_empty() {
+                return;
+            }
+            let nodes = std::mem::take(current);
+            let local: AHashMap<usize, usize> =
+                nodes.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+            let mut predecessors = vec![0; nodes.len()];
+            let mut successors = vec![Vec::new(); nodes.len()];
+            for (k, &i) in nodes.iter().enumerate() {
+                for &j in &edges[i] {
+                    if let Some(&kj) = local.get(&j) {
+                        successors[k].push(kj);
+                        predecessors[kj] += 1;
+                    }
+                }
+            }
+            segments.push(Segment::Parallel { nodes, predecessors, successors });
+        };
+        for &i in &order {
+            if self.node(i).access.exclusive {
+                flush(&mut current, &mut segments);
+                segments.push(Segment::Exclusive(i));
+            } else {
+                current.push(i);
+            }
+        }
+        flush(&mut current, &mut segments);
+        Ok(Plan { order, position, segments })
+    }
+
+    /// Runs every system once (see the module docs for order, commands and panics).
+    pub fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        self.initialize(world)?;
+        world.flush();
+        // Set conditions, once per run.
+        let mut set_allowed: AHashMap<&'static str, bool> = AHashMap::default();
+        for (name, config) in &mut self.sets {
+            let mut allowed = true;
+            for condition in &mut config.conditions {
+                let tick = world.increment_change_tick();
+                allowed &= condition.run_exclusive(world, tick);
+            }
+            set_allowed.insert(name, allowed);
+        }
+        let base = world.change_tick();
+        let plan = self.plan.take().expect("built by initialize");
+        let allowed: Vec<bool> = (0..self.nodes.len())
+            .map(|i| self.node(i).sets.iter().all(|s| set_allowed.get(s).copied().unwrap_or(true)))
+            .collect();
+        let mut applied_upto = 0;
+        let mut failure: Option<(usize, String)> = None;
+        let mut advanced = 0usize;
+        for segment in &plan.segments {
+            match segment {
+                Segment::Parallel { nodes, predecessors, successors } => {
+                    let ticks = |i: usize| base.wrapping_add(plan.position[i] as u32);
+                    failure =
+                        self.run_parallel(world, nodes, predecessors, successors, &allowed, ticks);
+                }
+                Segment::Exclusive(i) => {
+                    let i = *i;
+                    // Bring the world's tick to this system's position, so what it writes is
+                    // newer than what every earlier system saw.
+                    while advanced < plan.position[i] {
+                        world.increment_change_tick();
+                        advanced += 1;
+                    }
+                    if self.node(i).sync_point {
+                        self.apply_commands(world, &plan.order[applied_upto..plan.position[i]]);
+                        applied_upto = plan.position[i];
+                        continue;
+                    }
+                    if allowed[i] {
+                        failure = run_exclusive_node(
+                            self.node_mut(i),
+                            world,
+                            base.wrapping_add(plan.position[i] as u32),
+                        )
+                        .err()
+                        .map(|message| (i, message));
+                    }
+                }
+            }
+            if failure.is_some() {
+                break;
+            }
+        }
+        while advanced < plan.order.len() {
+            world.increment_change_tick();
+            advanced += 1;
+        }
+        if let Some((i, _)) = &failure {
+            self.node_mut(*i).system.discard_deferred(world);
+        }
+        self.apply_commands(world, &plan.order[applied_upto..]);
+        for (_, update) in &self.event_updaters {
+            update(world);
+        }
+        self.plan = Some(plan);
+        match failure {
+            None => Ok(()),
+            Some((i, message)) => Err(ScheduleError::SystemPanicked {
+                system: self.node(i).system.name().to_owned(),
+                message,
+            }),
+        }
+    }
+
+    fn apply_commands(&mut self, world: &mut World, order: &[usize]) {
+        let mut stats = std::mem::take(&mut self.stats);
+        for &i in order {
+            self.node_mut(i).system.apply_deferred(world, &mut stats);
+        }
+        self.stats = stats;
+    }
+
+    /// Runs one parallel segment; the first panic, if any, as `(node, message)`.
+    fn run_parallel(
+        &mut self,
+        world: &mut World,
+        nodes: &[usize],
+        predecessors: &[usize],
+        successors: &[Vec<usize>],
+        allowed: &[bool],
+        tick: impl Fn(usize) -> u32 + Sync,
+    ) -> Option<(usize, String)> {
+        let world = &*world;
+        for &i in nodes {
+            let node = self.nodes[i].0.get_mut();
+            node.system.update(world);
+            for condition in &mut node.conditions {
+                condition.update(world);
+            }
+        }
+        let cells = &self.nodes;
+        let run_node = |k: usize| -> Result<(), String> {
+            let i = nodes[k];
+            // SAFETY: node `i` is launched once per run, by the one task that saw its last
+            // predecessor finish (or as a root), so this is the only access to the cell.
+            let node = unsafe { &mut *cells[i].0.get() };
+            if !allowed[i] {
+                return Ok(());
+            }
+            // SAFETY: the system and its conditions were initialized and updated for `world`;
+            // the DAG keeps every system whose access conflicts with this node's from running
+            // now.
+            unsafe { run_node_shared(node, world, tick(i)) }
+        };
+        if rayon::current_num_threads() <= 1 || nodes.len() == 1 {
+            // In topological order on this thread: no task overhead.
+            for (k, &i) in nodes.iter().enumerate() {
+                if let Err(message) = run_node(k) {
+                    return Some((i, message));
+                }
+            }
+            return None;
+        }
+        let pending: Vec<AtomicUsize> = predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
+        let launcher = Launcher {
+            run_node: &run_node,
+            pending: &pending,
+            successors,
+            nodes,
+            abort: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        };
+        rayon::scope(|scope| {
+            for (k, &p) in predecessors.iter().enumerate() {
+                if p == 0 {
+                    launcher.launch(scope, k);
+                }
+            }
+        });
+        let ranked = launcher.failure;
+        ranked.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(_, i, m)| (i, m))
+    }
+}
+
+/// What the tasks of one parallel segment share.
+struct Launcher<'a> {
+    run_node: &'a (dyn Fn(usize) -> Result<(), String> + Sync),
+    /// Per segment node: predecessors not finished yet.
+    pending: &'a [AtomicUsize],
+    successors: &'a [Vec<usize>],
+    nodes: &'a [usize],
+    /// Set by the first panic: no further node starts.
+    abort: AtomicBool,
+    /// The panic earliest in the topological order: `(segment position, node, message)`.
+    failure: Mutex<Option<(usize, usize, String)>>,
+}
+
+impl<'a> Launcher<'a> {
+    /// Runs segment node `k` as a task, then launches each successor it was the last
+    /// predecessor of.
+    fn launch<'scope>(&'scope self, scope: &rayon::Scope<'scope>, k: usize)
+    where
+        'a: 'scope,
+    {
+        scope.spawn(move |scope| {
+            if self.abort.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(message) = (self.run_node)(k) {
+                self.abort.store(true, Ordering::Release);
+                let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.as_ref().is_none_or(|(first, _, _)| k < *first) {
+                    *slot = Some((k, self.nodes[k], message));
+                }
+                return;
+            }
+            for &s in &self.successors[k] {
+                if self.pending[s].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.launch(scope, s);
+                }
+            }
+        });
+    }
+}
+
+/// Runs a node's conditions and system through a shared world, catching a panic.
+///
+/// # Safety
+/// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
+///   condition.
+unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        for condition in &mut node.conditions {
+            // SAFETY: forwarded from the caller (conditions' access is part of the node's).
+            if !unsafe { condition.run_unsafe(world, tick) } {
+                return;
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { node.system.run_unsafe(world, tick) }
+    }))
+    .map_err(panic_message)
+}
+
+fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(), String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        for condition in &mut node.conditions {
+            if !condition.run_exclusive(world, tick) {
+                return;
+            }
+        }
+        node.system.run_exclusive(world, tick);
+    }))
+    .map_err(panic_message)
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a panic payload that is not a string)".to_owned())
+}
+
+/// A system's (and its conditions') check that their parameters do not conflict.
+fn check_params(config: &SystemConfig) -> Result<(), ScheduleError> {
+    config.system.validate()?;
+    config.conditions.iter().try_for_each(|c| c.validate())
+}
+
+/// Reachability as a bit matrix: `rows[a]` has bit `b` when `a` reaches `b`.
+struct Reach {
+    words: usize,
+    rows: Vec<u64>,
+}
+
+impl Reach {
+    fn new(n: usize) -> Self {
+        let words = n.div_ceil(64).max(1);
+        Self { words, rows: vec![0; words * n] }
+    }
+
+    fn reaches(&self, a: usize, b: usize) -> bool {
+        self.rows[a * self.words + b / 64] & (1 << (b % 64)) != 0
+    }
+
+    /// Adds `a -> b`: everything that reaches `a` (and `a`) now reaches `b` and all `b` reaches.
+    fn add_edge(&mut self, a: usize, b: usize) {
+        let n = self.rows.len() / self.words;
+        let mut from_b: Vec<u64> = self.rows[b * self.words..(b + 1) * self.words].to_vec();
+        from_b[b / 64] |= 1 << (b % 64);
+        for x in 0..n {
+            if x == a || self.reaches(x, a) {
+                let row = &mut self.rows[x * self.words..(x + 1) * self.words];
+                for (w, f) in row.iter_mut().zip(&from_b) {
+                    *w |= f;
+                }
+            }
+        }
+    }
+}
+
+/// A cycle in `edges`, as a list of nodes, if there is one.
+fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Done,
+    }
+    let n = edges.len();
+    let mut mark = vec![Mark::New; n];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    let mut path: Vec<usize> = Vec::new();
+    for start in 0..n {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        stack.push((start, 0));
+        mark[start] = Mark::Active;
+        path.push(start);
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&to) = edges[node].get(*next) {
+                *next += 1;
+                match mark[to] {
+                    Mark::New => {
+                        mark[to] = Mark::Active;
+                        stack.push((to, 0));
+                        path.push(to);
+                    }
+                    Mark::Active => {
+                        let from = path.iter().position(|&p| p == to).expect("on the path");
+                        let mut cycle = path[from..].to_vec();
+                        cycle.push(to);
+                        return Some(cycle);
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[node] = Mark::Done;
+                stack.pop();
+                path.pop();
+            }
+        }
+    }
+    None
+}
+
+/// Kahn's algorithm, always taking the ready node added first: one fixed order.
+fn topological_order(edges: &[Vec<usize>]) -> Vec<usize> {
+    let n = edges.len();
+    let mut indegree = vec![0usize; n];
+    for list in edges {
+        for &to in list {
+            indegree[to] += 1;
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &to in &edges[i] {
+            indegree[to] -= 1;
+            if indegree[to] == 0 {
+                ready.insert(to);
+            }
+        }
+    }
+    debug_assert_eq!(order.len(), n, "cycles are rejected before");
+    order
+}

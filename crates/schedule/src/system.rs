@@ -1,0 +1,276 @@
+//! Systems: plain functions whose parameters are [`SystemParam`]s (up to 16), closures of the
+//! same shape, and exclusive functions of `&mut World`.
+
+use std::marker::PhantomData;
+
+use folio_query::{MAX_CHANGE_AGE, World, WorldId};
+
+use crate::access::SystemAccess;
+use crate::commands::CommandStats;
+use crate::error::ScheduleError;
+use crate::param::EventUpdater;
+use crate::param::{SystemMeta, SystemParam, SystemParamItem, all_tuples};
+
+/// A runnable system.
+pub trait System: Send + Sync + 'static {
+    /// What a run returns (`()` for systems, `bool` for run conditions).
+    type Out;
+
+    /// The system's name.
+    fn name(&self) -> &str;
+
+    /// What it touches (known before it sees a world).
+    fn access(&self) -> &SystemAccess;
+
+    /// `Err` if the system can never run (its own parameters conflict).
+    fn validate(&self) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    /// Prepares the system's state for `world` (once per world).
+    fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError>;
+
+    /// Refreshes the state before a run (queries match new archetypes).
+    fn update(&mut self, world: &World);
+
+    /// Runs the system through a shared world.
+    ///
+    /// # Safety
+    /// - The system was initialized for `world` and updated since the world last changed
+    ///   structurally; the caller holds [`System::access`] for the duration of the call.
+    /// - The system is not exclusive.
+    unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> Self::Out;
+
+    /// Runs the system with the world to itself (exclusive systems; others update and run).
+    fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> Self::Out;
+
+    /// Applies deferred commands.
+    fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats);
+
+    /// Throws deferred commands away.
+    fn discard_deferred(&mut self, world: &mut World);
+
+    /// The event types it uses, with the function that ages each.
+    fn event_updaters(&self) -> &[EventUpdater];
+
+    /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
+    /// and applies its commands.
+    fn run(&mut self, world: &mut World) -> Result<Self::Out, ScheduleError> {
+        self.initialize(world)?;
+        let this_run = world.increment_change_tick();
+        let out = self.run_exclusive(world, this_run);
+        self.apply_deferred(world, &mut CommandStats::default());
+        Ok(out)
+    }
+}
+
+/// A boxed system returning nothing.
+pub type BoxedSystem = Box<dyn System<Out = ()>>;
+/// A boxed run condition.
+pub type BoxedCondition = Box<dyn System<Out = bool>>;
+
+/// Turns something into a [`System`]: functions and closures of system parameters, and
+/// `FnMut(&mut World)`.
+pub trait IntoSystem<Out, Marker>: Sized {
+    /// The system it becomes.
+    type System: System<Out = Out>;
+
+    /// Makes the system.
+    fn into_system(self) -> Self::System;
+}
+
+/// A function whose parameters are all system parameters.
+pub trait SystemParamFunction<Marker>: Send + Sync + 'static {
+    /// The parameters, as a tuple.
+    type Param: SystemParam;
+    /// The return type.
+    type Out;
+
+    /// Calls the function.
+    fn run(&mut self, param: SystemParamItem<'_, '_, Self::Param>) -> Self::Out;
+}
+
+/// Marks [`IntoSystem`] for parameter functions.
+pub struct IsFunctionSystem;
+/// Marks [`IntoSystem`] for `FnMut(&mut World)`.
+pub struct IsExclusiveSystem;
+
+/// A system made from a function of system parameters.
+pub struct FunctionSystem<F: SystemParamFunction<M>, M> {
+    func: F,
+    state: Option<<F::Param as SystemParam>::State>,
+    meta: SystemMeta,
+    /// The world the state was built for.
+    world: Option<WorldId>,
+    /// A conflict among the function's own parameters, found when it was made.
+    error: Option<ScheduleError>,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<F: SystemParamFunction<M>, M: 'static> FunctionSystem<F, M> {
+    fn new(func: F) -> Self {
+        let mut meta = SystemMeta::new(std::any::type_name::<F>());
+        let error = F::Param::access(&mut meta).err();
+        Self { func, state: None, meta, world: None, error, _marker: PhantomData }
+    }
+
+    /// The conflict among the function's parameters, if any (such a system cannot run).
+    pub fn param_error(&self) -> Option<&ScheduleError> {
+        self.error.as_ref()
+    }
+}
+
+impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, M> {
+    type Out = F::Out;
+
+    fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    fn access(&self) -> &SystemAccess {
+        &self.meta.access
+    }
+
+    fn validate(&self) -> Result<(), ScheduleError> {
+        self.error.clone().map_or(Ok(()), Err)
+    }
+
+    fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        if self.world == Some(world.id()) {
+            return Ok(());
+        }
+        self.meta.event_updaters.clear();
+        self.state = Some(F::Param::init_state(world, &mut self.meta)?);
+        self.world = Some(world.id());
+        // The first run sees every component as added and changed.
+        self.meta.last_run = world.change_tick().wrapping_sub(MAX_CHANGE_AGE);
+        Ok(())
+    }
+
+    fn update(&mut self, world: &World) {
+        let state = self.state.as_mut().expect("system not initialized");
+        F::Param::update(state, world);
+    }
+
+    unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> F::Out {
+        debug_assert_eq!(self.world, Some(world.id()), "system run on another world");
+        let state = self.state.as_mut().expect("system not initialized");
+        // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
+        let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
+        let out = self.func.run(params);
+        self.meta.last_run = this_run;
+        out
+    }
+
+    fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> F::Out {
+        self.update(world);
+        // SAFETY: initialized (the state exists, `update` checked) and `&mut World` holds
+        // every access there is.
+        unsafe { self.run_unsafe(world, this_run) }
+    }
+
+    fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
+        if let Some(state) = self.state.as_mut() {
+            F::Param::apply(state, world, stats);
+        }
+    }
+
+    fn discard_deferred(&mut self, world: &mut World) {
+        if let Some(state) = self.state.as_mut() {
+            F::Param::discard(state, world);
+        }
+    }
+
+    fn event_updaters(&self) -> &[EventUpdater] {
+        &self.meta.event_updaters
+    }
+}
+
+impl<F: SystemParamFunction<M>, M: 'static> IntoSystem<F::Out, (IsFunctionSystem, M)> for F {
+    type System = FunctionSystem<F, M>;
+
+    fn into_system(self) -> Self::System {
+        FunctionSystem::new(self)
+    }
+}
+
+/// A system with the world to itself: `FnMut(&mut World)`.
+pub struct ExclusiveSystem<F> {
+    func: F,
+    name: String,
+    access: SystemAccess,
+}
+
+impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSystem<F> {
+    type Out = ();
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn access(&self) -> &SystemAccess {
+        &self.access
+    }
+
+    fn initialize(&mut self, _: &mut World) -> Result<(), ScheduleError> {
+        Ok(())
+    }
+
+    fn update(&mut self, _: &World) {}
+
+    unsafe fn run_unsafe(&mut self, _: &World, _: u32) {
+        unreachable!("exclusive systems run through run_exclusive")
+    }
+
+    fn run_exclusive(&mut self, world: &mut World, _: u32) {
+        (self.func)(world);
+    }
+
+    fn apply_deferred(&mut self, _: &mut World, _: &mut CommandStats) {}
+
+    fn discard_deferred(&mut self, _: &mut World) {}
+
+    fn event_updaters(&self) -> &[EventUpdater] {
+        &[]
+    }
+}
+
+impl<F: FnMut(&mut World) + Send + Sync + 'static> IntoSystem<(), IsExclusiveSystem> for F {
+    type System = ExclusiveSystem<F>;
+
+    fn into_system(self) -> Self::System {
+        let access = SystemAccess { exclusive: true, ..SystemAccess::default() };
+        ExclusiveSystem { func: self, name: std::any::type_name::<F>().to_owned(), access }
+    }
+}
+
+macro_rules! impl_system_function {
+    ($($param:ident),*) => {
+        #[allow(non_snake_case)]
+        impl<Func, Out, $($param: SystemParam),*> SystemParamFunction<fn($($param,)*) -> Out> for Func
+        where
+            Func: Send + Sync + 'static,
+            for<'a> &'a mut Func: FnMut($($param),*) -> Out + FnMut($(SystemParamItem<$param>),*) -> Out,
+            Out: 'static,
+        {
+            type Param = ($($param,)*);
+            type Out = Out;
+
+            fn run(&mut self, param: SystemParamItem<'_, '_, ($($param,)*)>) -> Out {
+                // Calling through a helper makes the compiler pick the `FnMut(Item)` impl.
+                #[allow(clippy::too_many_arguments)]
+                fn call_inner<Out, $($param,)*>(mut f: impl FnMut($($param,)*) -> Out, $($param: $param,)*) -> Out {
+                    f($($param,)*)
+                }
+                let ($($param,)*) = param;
+                call_inner(self, $($param),*)
+            }
+        }
+    };
+}
+
+impl_system_function!();
+all_tuples!(impl_system_function; P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14, P15);
