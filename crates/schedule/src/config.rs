@@ -153,6 +153,12 @@ impl System for SyncPoint {
     }
 }
 
+impl IntoLabel<()> for ApplyDeferred {
+    fn label(&self) -> Label {
+        Label::System(TypeId::of::<ApplyDeferred>(), "apply_deferred")
+    }
+}
+
 impl IntoSystemConfig<()> for ApplyDeferred {
     fn into_config(self) -> SystemConfig {
         let access = SystemAccess { exclusive: true, ..SystemAccess::default() };
@@ -181,8 +187,8 @@ pub trait IntoSystemConfigs<Marker>: Sized {
         configs
     }
 
-    /// Puts every system in the named set.
-    fn in_set(self, set: &'static str) -> SystemConfigs {
+    /// Puts every system of the list in the named set.
+    fn all_in_set(self, set: &'static str) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in &mut configs.0 {
             config.sets.push(set);

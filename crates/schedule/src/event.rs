@@ -160,7 +160,7 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
         let name = meta.name.clone();
-        let param = std::any::type_name::<Self>().to_owned();
+        let param = crate::param::short_type_name(std::any::type_name::<Self>());
         meta.access.add_resource_read(&name, TypeKey::of::<Events<E>>(), param)
     }
 
@@ -191,7 +191,7 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
         let name = meta.name.clone();
-        let param = std::any::type_name::<Self>().to_owned();
+        let param = crate::param::short_type_name(std::any::type_name::<Self>());
         meta.access.add_resource_write(&name, TypeKey::of::<Events<E>>(), param)
     }
 

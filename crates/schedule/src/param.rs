@@ -44,7 +44,7 @@ impl SystemMeta {
     /// Empty bookkeeping for a system named `name`.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
-            name: name.into(),
+            name: short_type_name(&name.into()),
             access: SystemAccess::default(),
             last_run: 0,
             event_updaters: Vec::new(),
@@ -96,7 +96,28 @@ pub unsafe trait SystemParam: Sized {
 pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
 
 fn param_name<P>() -> String {
-    std::any::type_name::<P>().to_owned()
+    short_type_name(std::any::type_name::<P>())
+}
+
+/// A type name without module paths or elided lifetimes: `Query<&mut Position>`.
+pub(crate) fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut segment_start = 0;
+    for (i, ch) in full.char_indices() {
+        if ch.is_alphanumeric() || ch == '_' {
+            continue;
+        }
+        if ch == ':' {
+            // Drop the path so far: `a::b::C` keeps `C`.
+            segment_start = i + 1;
+            continue;
+        }
+        out.push_str(&full[segment_start..i]);
+        out.push(ch);
+        segment_start = i + ch.len_utf8();
+    }
+    out.push_str(&full[segment_start..]);
+    out.replace("'_, ", "").replace("<'_>", "")
 }
 
 /// A query as a system parameter: the entities with `D` that pass `F`.

@@ -1,1 +1,467 @@
+//! The executor's promises: conflicting systems never overlap, independent ones do, order and
+//! cycles, determinism across thread counts, commands, events, run conditions, panics.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::prelude::*;
+use crate::{ScheduleError, SystemAccess};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct A(u64);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct B(u64);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct C(u64);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Flag;
+
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+}
+
+/// Counts how many systems of a group run at once, and the most ever seen.
+#[derive(Default)]
+struct Overlap {
+    running: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl Overlap {
+    fn enter(&self) {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        self.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn conflicting_systems_never_overlap() {
+    let writers = Arc::new(Overlap::default());
+    let mut schedule = Schedule::new();
+    for _ in 0..4 {
+        let o = writers.clone();
+        schedule.add_systems(move |mut q: Query<&mut A>| {
+            o.enter();
+            q.iter_mut().for_each(|mut a| a.0 += 1);
+        });
+    }
+    let o = writers.clone();
+    schedule.add_systems(move |q: Query<&A>| {
+        o.enter();
+        assert!(q.iter().count() > 0);
+    });
+    let mut world = World::new();
+    world.spawn((A(0),));
+    pool(4).install(|| schedule.run(&mut world)).unwrap();
+    assert_eq!(writers.max.load(Ordering::SeqCst), 1);
+    let mut q = world.query::<&A>();
+    assert_eq!(q.single(&world).unwrap(), &A(4));
+}
+
+#[test]
+fn independent_systems_overlap_when_given_work() {
+    let group = Arc::new(Overlap::default());
+    let mut schedule = Schedule::new();
+    let (g1, g2, g3) = (group.clone(), group.clone(), group.clone());
+    schedule.add_systems((
+        move |mut q: Query<&mut A>| {
+            g1.enter();
+            q.iter_mut().for_each(|mut a| a.0 += 1);
+        },
+        move |mut q: Query<&mut B>| {
+            g2.enter();
+            q.iter_mut().for_each(|mut b| b.0 += 1);
+        },
+        // Writes A too, but only where B is absent: disjoint from the first system.
+        move |mut q: Query<&mut C>, _other: Query<&mut A, Without<B>>| {
+            g3.enter();
+            q.iter_mut().for_each(|mut c| c.0 += 1);
+        },
+    ));
+    let mut world = World::new();
+    world.spawn((A(0), B(0), C(0)));
+    pool(3).install(|| schedule.run(&mut world)).unwrap();
+    assert!(group.max.load(Ordering::SeqCst) >= 2, "no two independent systems overlapped");
+}
+
+#[test]
+fn without_filters_make_writers_disjoint_and_with_does_not() {
+    let mut with_b = SystemAccess::default();
+    let mut without_b = SystemAccess::default();
+    let q1 = QueryState::<&mut A, With<B>>::component_access().unwrap();
+    let q2 = QueryState::<&mut A, Without<B>>::component_access().unwrap();
+    with_b.add_query("s1", q1.clone(), "q1".into()).unwrap();
+    without_b.add_query("s2", q2, "q2".into()).unwrap();
+    assert!(!with_b.conflicts_with(&without_b));
+    let mut also_with_b = SystemAccess::default();
+    also_with_b.add_query("s3", q1, "q3".into()).unwrap();
+    assert!(with_b.conflicts_with(&also_with_b));
+}
+
+#[test]
+fn a_system_whose_params_conflict_is_rejected_naming_them() {
+    fn bad(_: Query<&mut A>, _: Query<&A>) {}
+    let mut schedule = Schedule::new();
+    let err = schedule.try_add_systems(bad).err().unwrap();
+    let text = err.to_string();
+    assert!(matches!(err, ScheduleError::ConflictingParams { .. }), "{text}");
+    assert!(text.contains("`bad`") && text.contains("`Query<&mut A>` and `Query<&A>`"), "{text}");
+    assert!(schedule.is_empty());
+    fn bad_res(_: Res<u32>, _: ResMut<u32>) {}
+    assert!(schedule.try_add_systems(bad_res).is_err());
+    fn bad_query(_: Query<(&mut A, &A)>) {}
+    assert!(matches!(schedule.try_add_systems(bad_query), Err(ScheduleError::Query { .. })));
+    fn fine(_: Query<&mut A, With<B>>, _: Query<&A, Without<B>>, _: Res<u32>, _: Res<u32>) {}
+    assert!(schedule.try_add_systems(fine).is_ok());
+}
+
+#[derive(Default)]
+struct Log(Vec<&'static str>);
+
+fn first(mut log: ResMut<Log>) {
+    log.0.push("first");
+}
+fn second(mut log: ResMut<Log>) {
+    log.0.push("second");
+}
+fn third(mut log: ResMut<Log>) {
+    log.0.push("third");
+}
+
+#[test]
+fn explicit_order_overrides_insertion_order() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((third.after(second), second.after(first), first));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["first", "second", "third"]);
+
+    let mut chained = Schedule::new();
+    chained.add_systems((third, first, second).chain());
+    world.resource_mut::<Log>().unwrap().0.clear();
+    chained.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["third", "first", "second"]);
+
+    let mut sets = Schedule::new();
+    sets.add_systems((third.in_set("late"), first.in_set("early"), second));
+    sets.configure_set("late", SetConfig::new().after("early").after(second));
+    world.resource_mut::<Log>().unwrap().0.clear();
+    sets.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["first", "second", "third"]);
+}
+
+#[test]
+fn cycles_are_errors_naming_the_systems() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((first.after(third), second.after(first), third.after(second)));
+    let err = schedule.run(&mut world).unwrap_err();
+    let ScheduleError::Cycle(names) = &err else { panic!("{err}") };
+    assert!(names.len() >= 3, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("first") && text.contains("second") && text.contains("third"), "{text}");
+    assert!(world.resource::<Log>().unwrap().0.is_empty(), "nothing ran");
+}
+
+#[test]
+fn run_conditions_gate_systems_and_sets() {
+    #[derive(Default)]
+    struct Enabled(bool);
+    fn enabled(flag: Res<Enabled>) -> bool {
+        flag.0
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    world.insert_resource(Enabled(false));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((first.run_if(enabled), second.in_set("gated"), third));
+    schedule.configure_set("gated", SetConfig::new().run_if(|e: Res<Enabled>| e.0));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["third"]);
+    world.resource_mut::<Enabled>().unwrap().0 = true;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["third", "first", "second", "third"]);
+}
+
+#[test]
+fn commands_apply_in_order_and_skip_gone_entities() {
+    #[derive(Default)]
+    struct Spawned(Vec<Entity>);
+    fn spawner(mut commands: Commands, mut spawned: ResMut<Spawned>) {
+        let e = commands.spawn((A(1),));
+        commands.insert(e, (B(2),));
+        let doomed = commands.spawn((A(9),));
+        commands.despawn(doomed);
+        commands.insert(doomed, (B(9),)); // skipped: despawned earlier in the buffer
+        commands.despawn(doomed); // skipped too
+        commands.insert_resource(7u32);
+        commands.add(|world: &mut World| {
+            world.insert_resource(String::from("custom"));
+        });
+        spawned.0.extend([e, doomed]);
+    }
+    fn remover(q: Query<Entity, With<B>>, mut commands: Commands) {
+        for e in q.iter() {
+            commands.entity(e).remove::<(B,)>().insert((C(3),));
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(Spawned::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((spawner, remover));
+    schedule.run(&mut world).unwrap();
+    let [e, doomed] = world.resource::<Spawned>().unwrap().0[..] else { panic!() };
+    assert_eq!(world.get::<A>(e), Some(&A(1)));
+    assert_eq!(world.get::<B>(e), Some(&B(2)), "remover ran before the spawn was applied");
+    assert!(!world.contains(doomed));
+    assert_eq!(world.resource::<u32>(), Some(&7));
+    assert_eq!(world.resource::<String>().map(String::as_str), Some("custom"));
+    let stats = schedule.command_stats();
+    assert_eq!(stats.skipped, 2, "{stats:?}");
+    assert!(stats.recent_skips.iter().all(|s| s.contains("skipped")), "{stats:?}");
+    // The next run sees B and swaps it for C.
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.get::<B>(e), None);
+    assert_eq!(world.get::<C>(e), Some(&C(3)));
+    world.check_invariants();
+}
+
+#[test]
+fn sync_points_apply_commands_mid_schedule() {
+    fn spawn_one(mut commands: Commands) {
+        commands.spawn((Flag,));
+    }
+    fn count(q: Query<&Flag>, mut seen: ResMut<Vec<usize>>) {
+        seen.push(q.iter().count());
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<usize>::new());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((spawn_one, count, ApplyDeferred, count.after(ApplyDeferred)));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Vec<usize>>().unwrap(), &[0, 1]);
+}
+
+#[test]
+fn events_live_for_two_runs_and_each_reader_sees_each_once() {
+    #[derive(Debug, PartialEq)]
+    struct Hit(u32);
+    #[derive(Default)]
+    struct Sent(u32);
+    fn send(mut out: EventWriter<Hit>, mut n: Local<u32>, mut sent: ResMut<Sent>) {
+        *n += 1;
+        out.send(Hit(*n));
+        sent.0 += 1;
+    }
+    fn read_after(mut hits: EventReader<Hit>, mut log: ResMut<Vec<u32>>) {
+        log.extend(hits.read().map(|h| h.0));
+    }
+    fn read_before(mut hits: EventReader<Hit>, mut log: ResMut<Vec<(u32, u32)>>) {
+        let seen: Vec<u32> = hits.read().map(|h| h.0).collect();
+        log.extend(seen.into_iter().map(|h| (h, 0)));
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<u32>::new());
+    world.insert_resource(Vec::<(u32, u32)>::new());
+    world.insert_resource(Sent::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((read_before, send, read_after));
+    for _ in 0..3 {
+        schedule.run(&mut world).unwrap();
+    }
+    // The reader after the writer sees each event in the run it was sent.
+    assert_eq!(world.resource::<Vec<u32>>().unwrap(), &[1, 2, 3]);
+    // The reader before it sees each one run later, still exactly once.
+    let before: Vec<u32> =
+        world.resource::<Vec<(u32, u32)>>().unwrap().iter().map(|p| p.0).collect();
+    assert_eq!(before, [1, 2]);
+    // After two more runs without sending, the queue is empty.
+    let mut quiet = Schedule::new();
+    quiet.add_systems(read_after);
+    // Run 3's event is still readable in the next run; run 2's aged out at the end of run 3.
+    assert_eq!(world.resource::<Events<Hit>>().unwrap().len(), 1);
+    quiet.run(&mut world).unwrap();
+    // A new reader (its own cursor) still finds run 3's event, and only that one.
+    assert_eq!(world.resource::<Vec<u32>>().unwrap(), &[1, 2, 3, 3]);
+    assert!(world.resource::<Events<Hit>>().unwrap().is_empty());
+    quiet.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Vec<u32>>().unwrap(), &[1, 2, 3, 3]);
+}
+
+#[test]
+fn a_panicking_system_is_reported_and_the_world_stays_usable() {
+    let finished = Arc::new(AtomicBool::new(false));
+    let f = finished.clone();
+    fn boom(_: Query<&A>) {
+        panic!("boom at frame 1");
+    }
+    fn spawner(mut commands: Commands) {
+        commands.spawn((C(1),));
+    }
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        spawner,
+        move |mut q: Query<&mut B>| {
+            std::thread::sleep(Duration::from_millis(30));
+            q.iter_mut().for_each(|mut b| b.0 += 1);
+            f.store(true, Ordering::SeqCst);
+        },
+        boom,
+        |mut q: Query<&mut A>| q.iter_mut().for_each(|mut a| a.0 += 1),
+    ));
+    let mut world = World::new();
+    let e = world.spawn((A(0), B(0)));
+    let err = pool(2).install(|| schedule.run(&mut world)).unwrap_err();
+    let ScheduleError::SystemPanicked { system, message } = &err else { panic!("{err}") };
+    assert!(system.contains("boom") && message.contains("boom at frame 1"), "{err}");
+    assert!(finished.load(Ordering::SeqCst), "the running system finished");
+    assert_eq!(world.get::<A>(e), Some(&A(0)), "the system after the panic did not run");
+    world.check_invariants();
+    let mut cs = world.query::<&C>();
+    assert_eq!(cs.iter(&world).count(), 1, "the completed system's commands were applied");
+    // The world and the schedule stay usable.
+    world.spawn((A(5),));
+    assert!(schedule.run(&mut world).is_err());
+    world.check_invariants();
+}
+
+#[test]
+fn exclusive_systems_run_alone_and_see_earlier_commands_later() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        first,
+        |world: &mut World| {
+            world.resource_mut::<Log>().unwrap().0.push("exclusive");
+            world.spawn((A(1),));
+        },
+        second,
+    ));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["first", "exclusive", "second"]);
+    assert_eq!(world.len(), 1);
+}
+
+#[test]
+fn changed_in_systems_means_since_that_system_last_ran() {
+    fn bump_even(mut q: Query<(&mut A, &B)>) {
+        for (mut a, b) in q.iter_mut() {
+            if b.0 % 2 == 0 {
+                a.0 += 1;
+            }
+        }
+    }
+    fn watch(q: Query<&B, Changed<A>>, mut seen: ResMut<Vec<u64>>) {
+        let mut changed: Vec<u64> = q.iter().map(|b| b.0).collect();
+        changed.sort();
+        seen.extend(changed);
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<u64>::new());
+    for i in 0..4 {
+        world.spawn((A(0), B(i)));
+    }
+    let mut schedule = Schedule::new();
+    schedule.add_systems((watch, bump_even));
+    schedule.run(&mut world).unwrap(); // watch: all four are new
+    schedule.run(&mut world).unwrap(); // watch: the two bumped last run
+    assert_eq!(world.resource::<Vec<u64>>().unwrap(), &[0, 1, 2, 3, 0, 2]);
+}
+
+/// One entity of the canonical world: `(id ^ A, B, C, A, has Flag)`.
+type Row = (u64, Option<u64>, Option<u64>, Option<u64>, bool);
+
+/// A seeded world and a schedule of 24 systems with mixed conflicts; the world afterwards,
+/// in a canonical form.
+fn simulate(threads: usize) -> Vec<Row> {
+    #[derive(Clone, Copy)]
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+    }
+    let mut world = World::new();
+    world.register_component::<Flag>(StorageType::SparseSet).unwrap();
+    let mut rng = Rng(42);
+    for i in 0..2_000u64 {
+        let r = rng.next();
+        let e = world.spawn((A(i),));
+        if r & 1 != 0 {
+            world.insert(e, (B(r % 1000),)).unwrap();
+        }
+        if r & 2 != 0 {
+            world.insert(e, (C(r % 777),)).unwrap();
+        }
+        if r & 4 != 0 {
+            world.insert(e, (Flag,)).unwrap();
+        }
+    }
+    world.insert_resource(0u64);
+    let mut schedule = Schedule::new();
+    for k in 0..6u64 {
+        schedule.add_systems((
+            move |mut q: Query<(&mut A, &B)>| {
+                for (mut a, b) in q.iter_mut() {
+                    a.0 = a.0.wrapping_mul(31).wrapping_add(b.0 + k);
+                }
+            },
+            move |mut q: Query<(&mut B, Option<&C>), With<Flag>>| {
+                q.par_iter_mut().for_each(|(mut b, c)| {
+                    b.0 = b.0.wrapping_mul(17) ^ c.map_or(k, |c| c.0);
+                });
+            },
+            move |mut q: Query<&mut C, Without<Flag>>, mut total: ResMut<u64>| {
+                for mut c in q.iter_mut() {
+                    c.0 = c.0.rotate_left(3) ^ k;
+                    *total = total.wrapping_add(c.0);
+                }
+            },
+            move |q: Query<(Entity, &A, &C)>, mut commands: Commands| {
+                for (e, a, c) in q.iter() {
+                    if (a.0 ^ c.0) % 97 == k {
+                        if a.0 % 2 == 0 {
+                            commands.despawn(e);
+                        } else {
+                            commands.spawn((A(a.0 / 3), B(c.0)));
+                            commands.entity(e).insert((Flag,));
+                        }
+                    }
+                }
+            },
+        ));
+    }
+    pool(threads).install(|| {
+        for _ in 0..5 {
+            schedule.run(&mut world).unwrap();
+        }
+    });
+    let mut out: Vec<_> = world
+        .query::<(Entity, &A, Option<&B>, Option<&C>, Option<&Flag>)>()
+        .iter(&world)
+        .map(|(e, a, b, c, f)| {
+            (e.to_bits() ^ a.0, b.map(|b| b.0), c.map(|c| c.0), Some(a.0), f.is_some())
+        })
+        .collect();
+    out.sort_unstable();
+    out.push((*world.resource::<u64>().unwrap(), None, None, Some(world.len() as u64), false));
+    out
+}
+
+#[test]
+fn the_world_is_bit_identical_on_1_2_and_8_threads() {
+    let one = simulate(1);
+    assert!(one.len() > 1_000);
+    assert_eq!(simulate(2), one);
+    assert_eq!(simulate(8), one);
+}
