@@ -71,6 +71,9 @@ pub use folio_storage as storage;
 
 pub use folio_schedule::{Schedule, World};
 
+#[doc = include_str!("../docs/GUIDE.md")]
+pub mod guide {}
+
 /// Everything a game needs, in one `use`.
 pub mod prelude {
     pub use folio_schedule::prelude::*;
