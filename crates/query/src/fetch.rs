@@ -99,6 +99,10 @@ impl ComponentTerm {
 ///   references.
 /// - [`WorldQuery::matches`] holds for an archetype only if every component the fetch reads
 ///   for every row is present (or the fetch checks presence itself, as `Option` does).
+/// - [`WorldQuery::summarize`] reports every resolved sparse-set component the term names
+///   (`any_sparse`): the `Tables` path walks every row of a matched table, which is only right
+///   when no term depends on a sparse-set component (archetypes that differ only in those share
+///   the table).
 pub unsafe trait WorldQuery {
     /// Resolved component ids and anything else computed once per query state.
     type State: Send + Sync + 'static;
@@ -157,6 +161,9 @@ pub unsafe trait WorldQuery {
 ///
 /// # Safety
 /// - The items of two different rows never alias mutably; an item lives no longer than `'w`.
+/// - `ReadOnly` matches every archetype `Self` matches, reads no more than `Self` accesses,
+///   writes nothing, and summarizes its storage as `Self` does (iteration matches with `Self`
+///   and may fetch with `ReadOnly` on the same state).
 pub unsafe trait QueryData: WorldQuery {
     /// What one entity yields.
     type Item<'w>;

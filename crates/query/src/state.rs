@@ -165,10 +165,27 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// The access `D` and `F` need, or the conflict that makes them unusable.
+    ///
+    /// The data and the filter are checked each on its own: a filter only reads (ticks, or
+    /// nothing), and it reads a row before the data's item for that row exists, so
+    /// `Query<&mut T, Changed<T>>` is fine. The filter's reads are then merged in, so that
+    /// conflicts between systems still count them.
     pub fn component_access() -> Result<FilteredAccess, QueryError> {
         let mut access = FilteredAccess::default();
         D::update_access(&mut access)?;
-        F::update_access(&mut access)?;
+        let mut filter = FilteredAccess::default();
+        F::update_access(&mut filter)?;
+        for &key in filter.reads.iter() {
+            if !access.writes.contains(key.id) {
+                access.add_read(key)?;
+            }
+        }
+        for &key in filter.with.iter() {
+            access.with.insert(key);
+        }
+        for &key in filter.without.iter() {
+            access.without.insert(key);
+        }
         Ok(access)
     }
 
@@ -651,7 +668,9 @@ fn single_of<I: Iterator>(mut iter: I) -> Result<I::Item, QueryError> {
 /// `entity`'s item, if it matches.
 ///
 /// # Safety
-/// - `matches` is up to date for `world`; the caller holds the access `D` and `F` need for
+/// - `matches` was built for `world` (it may be stale: an archetype made since is simply not
+///   matched, and a term that was unresolved then cannot name a component of an older
+///   archetype); the caller holds the access `D` and `F` need for
 ///   `'w`, and no other live item of `D` is for `entity`.
 unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
     world: &'w World,

@@ -84,7 +84,9 @@ fn conflicting_access_is_an_error() {
     assert!(err.to_string().contains("Pos"));
     assert!(QueryState::<(&mut Pos, &mut Pos)>::try_new(&world).is_err());
     assert!(QueryState::<(&mut Pos, Option<&Pos>)>::try_new(&world).is_err());
-    assert!(QueryState::<&mut Pos, Changed<Pos>>::try_new(&world).is_err());
+    // A filter reads a row's ticks before the row's `Mut` exists: no conflict.
+    assert!(QueryState::<&mut Pos, Changed<Pos>>::try_new(&world).is_ok());
+    assert!(QueryState::<&mut Pos, Or<(Added<Pos>, Changed<Pos>)>>::try_new(&world).is_ok());
     assert!(QueryState::<(&Pos, &Pos)>::try_new(&world).is_ok());
 }
 
@@ -116,6 +118,40 @@ fn changed_sees_real_writes_only() {
     assert_eq!(added.iter(&world).count(), 2);
     let c = world.spawn((Pos(3.0),));
     assert_eq!(added.iter(&world).collect::<Vec<_>>(), [c]);
+}
+
+#[test]
+fn a_writer_filtered_by_its_own_changes() {
+    let mut world = world();
+    let a = world.spawn((Pos(0.0), Marked(0)));
+    let b = world.spawn((Pos(1.0), Marked(1)));
+    let mut touch = world.query::<(Entity, &mut Pos)>();
+    let mut bump = world.query_filtered::<(Entity, &mut Pos), Changed<Pos>>();
+    let mut bump_sparse = world.query_filtered::<(Entity, &mut Marked), Changed<Marked>>();
+    assert_eq!(bump.iter_mut(&mut world).count(), 2, "first run: everything");
+    assert_eq!(bump_sparse.iter_mut(&mut world).count(), 2);
+    // Its own writes are not changes it reports next time.
+    for (_, mut p) in bump.iter_mut(&mut world) {
+        p.0 += 1.0;
+    }
+    assert_eq!(bump.iter_mut(&mut world).count(), 0);
+    for (e, mut p) in touch.iter_mut(&mut world) {
+        if e == a {
+            p.0 = 10.0;
+        }
+    }
+    let seen: Vec<Entity> = bump
+        .iter_mut(&mut world)
+        .map(|(e, mut p)| {
+            p.0 += 1.0;
+            e
+        })
+        .collect();
+    assert_eq!(seen, [a]);
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(11.0)));
+    world.get_mut::<Marked>(b).unwrap().0 = 5;
+    let seen: Vec<Entity> = bump_sparse.iter_mut(&mut world).map(|(e, _)| e).collect();
+    assert_eq!(seen, [b]);
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! entity is gone by then (despawned earlier in the same buffer, or by an earlier system's
 //! buffer) is skipped and counted in [`CommandStats`], never a panic or a half-made entity.
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
 use folio_query::{Bundle, Entity, EntityError, World};
 
 use crate::error::ScheduleError;
@@ -63,15 +65,32 @@ impl CommandQueue {
     }
 
     /// Applies every command in order, emptying the buffer.
+    ///
+    /// If a command panics (a custom closure, or a component's `Drop` run by a replace or a
+    /// despawn), the rest of the buffer is thrown away as by [`CommandQueue::discard`] (the
+    /// panicking spawn's entity too), then the panic continues: nothing is left half-made.
     pub fn apply(&mut self, world: &mut World, stats: &mut CommandStats) {
-        for command in self.commands.drain(..) {
-            let (what, entity, result) = match command {
+        let mut commands = std::mem::take(&mut self.commands).into_iter();
+        while let Some(command) = commands.next() {
+            let spawned = match &command {
+                Command::Spawn { entity, .. } => Some(*entity),
+                Command::Other { .. } => None,
+            };
+            let ran = catch_unwind(AssertUnwindSafe(|| match command {
                 Command::Spawn { entity, insert } => ("spawn", Some(entity), insert(world)),
                 Command::Other { what, entity, apply } => (what, entity, apply(world)),
-            };
-            match result {
-                Ok(()) => stats.applied += 1,
-                Err(error) => stats.skip(what, entity, &error),
+            }));
+            match ran {
+                Ok((_, _, Ok(()))) => stats.applied += 1,
+                Ok((what, entity, Err(error))) => stats.skip(what, entity, &error),
+                Err(payload) => {
+                    self.commands.extend(commands);
+                    self.discard(world);
+                    if let Some(entity) = spawned {
+                        let _ = world.despawn(entity);
+                    }
+                    resume_unwind(payload);
+                }
             }
         }
     }

@@ -26,6 +26,12 @@ pub enum ScheduleError {
         /// The panic message, if it was a string.
         message: String,
     },
+    /// A run condition writes, uses `Commands`, or needs the world to itself; conditions must
+    /// only read.
+    ConditionNotReadOnly {
+        /// The condition.
+        condition: String,
+    },
     /// A query parameter could not be built.
     Query {
         /// The system.
@@ -51,6 +57,11 @@ impl fmt::Display for ScheduleError {
                 write!(f, "system `{system}` panicked: {message}")
             }
             Self::Query { system, error } => write!(f, "system `{system}`: {error}"),
+            Self::ConditionNotReadOnly { condition } => write!(
+                f,
+                "run condition `{condition}` must only read (no ResMut, no &mut queries, no \
+                 Commands, no &mut World)"
+            ),
         }
     }
 }

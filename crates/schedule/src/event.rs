@@ -1,7 +1,9 @@
 //! Events: [`Events<E>`] is a double-buffered queue kept as a resource; [`EventWriter`] sends,
 //! [`EventReader`] reads with its own cursor. An event can be read during the schedule run it
-//! was sent in and the next one; the schedule ages every event type its systems use once per
-//! run, after the systems and commands.
+//! was sent in and the next one; the schedule ages every event type its systems (and run
+//! conditions) use once per run, after the systems and commands. Each schedule that uses an
+//! event type ages it: with several schedules per frame, let one of them own each type (or age
+//! it yourself with [`Events::update`]).
 
 use std::marker::PhantomData;
 
@@ -57,6 +59,8 @@ impl<E> Events<E> {
     /// Events with ids from `cursor` on, and how many were missed (dropped before they were
     /// read).
     pub fn read_from(&self, cursor: u64) -> (impl Iterator<Item = &E>, u64) {
+        // A cursor past the end belongs to a queue this one replaced: read all of this one.
+        let cursor = if cursor > self.next_id() { self.older_start } else { cursor };
         let missed = self.older_start.saturating_sub(cursor);
         let start = cursor.max(self.older_start);
         let older_skip = (start - self.older_start).min(self.older.len() as u64) as usize;
@@ -108,8 +112,10 @@ impl<'w, E> EventReader<'w, '_, E> {
 
     /// How many unread events there are.
     pub fn len(&self) -> usize {
-        let start = self.cursor.next.max(self.events.older_start);
-        (self.events.next_id() - start) as usize
+        let next = self.events.next_id();
+        // A cursor past the end belongs to a replaced queue: everything here is unread.
+        let cursor = if self.cursor.next > next { 0 } else { self.cursor.next };
+        (next - cursor.max(self.events.older_start)) as usize
     }
 
     /// Whether there is no unread event.

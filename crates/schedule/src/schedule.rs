@@ -5,8 +5,10 @@
 //! (directly or through sets), and an edge between every pair of *conflicting* systems (one
 //! writes what the other touches), in the order they were added unless an explicit constraint
 //! already orders them. Systems that do not conflict commute, so running ready systems in any
-//! order on any number of threads gives the same world, bit for bit. Each system's change tick
-//! is its position in one fixed topological order, so change detection is deterministic too.
+//! order on any number of threads gives the same world, bit for bit. Change ticks follow one
+//! fixed topological order: a parallel segment's systems take the next ticks in that order, an
+//! exclusive system takes the next tick when it starts (and any it takes itself), so every
+//! write is newer than what every earlier system saw, and change detection is deterministic.
 //!
 //! # Execution
 //! The topological order is cut into segments at exclusive systems (`fn(&mut World)`) and sync
@@ -59,9 +61,10 @@ struct Node {
 /// A node's state, used by one task at a time.
 struct NodeCell(UnsafeCell<Node>);
 
-// SAFETY: `Node` is `Send` (systems and conditions are `Send + Sync`), and the executor hands
-// each cell to one task per run (see the module's safety model), so no two threads use one
-// cell at once.
+// SAFETY: `Node` is `Send` and `Sync` (systems and conditions are `Send + Sync`, the rest is
+// plain data), so sharing `&Node` (`Schedule::node`, outside a run) is fine; and during a run
+// the executor hands each cell to one task (see the module's safety model), so no two threads
+// use one cell's `&mut Node` at once.
 unsafe impl Sync for NodeCell {}
 
 /// A part of the topological order.
@@ -182,12 +185,15 @@ impl Schedule {
             node.system.initialize(world)?;
             for condition in &mut node.conditions {
                 condition.initialize(world)?;
+                updaters.extend_from_slice(condition.event_updaters());
             }
             updaters.extend_from_slice(node.system.event_updaters());
         }
         for config in self.sets.values_mut() {
             for condition in &mut config.conditions {
+                check_condition(condition.as_ref())?;
                 condition.initialize(world)?;
+                updaters.extend_from_slice(condition.event_updaters());
             }
         }
         updaters.sort_by_key(|(id, _)| *id);
@@ -295,52 +301,68 @@ impl Schedule {
     pub fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
         self.initialize(world)?;
         world.flush();
-        // Set conditions, once per run.
+        let plan = self.plan.take().expect("built by initialize");
+        let result = self.run_plan(world, &plan);
+        self.plan = Some(plan);
+        result
+    }
+
+    fn run_plan(&mut self, world: &mut World, plan: &Plan) -> Result<(), ScheduleError> {
+        // Set conditions, once per run, in name order (a fixed order: they may have effects).
         let mut set_allowed: AHashMap<&'static str, bool> = AHashMap::default();
-        for (name, config) in &mut self.sets {
+        let mut names: Vec<&'static str> = self.sets.keys().copied().collect();
+        names.sort_unstable();
+        for name in names {
+            let config = self.sets.get_mut(name).expect("listed above");
             let mut allowed = true;
             for condition in &mut config.conditions {
                 let tick = world.increment_change_tick();
-                allowed &= condition.run_exclusive(world, tick);
+                let ran = catch_unwind(AssertUnwindSafe(|| condition.run_exclusive(world, tick)));
+                match ran {
+                    Ok(ok) => allowed &= ok,
+                    Err(payload) => {
+                        return Err(ScheduleError::SystemPanicked {
+                            system: format!("run condition of set `{name}`"),
+                            message: panic_message(payload),
+                        });
+                    }
+                }
             }
             set_allowed.insert(name, allowed);
         }
-        let base = world.change_tick();
-        let plan = self.plan.take().expect("built by initialize");
         let allowed: Vec<bool> = (0..self.nodes.len())
             .map(|i| self.node(i).sets.iter().all(|s| set_allowed.get(s).copied().unwrap_or(true)))
             .collect();
         let mut applied_upto = 0;
         let mut failure: Option<(usize, String)> = None;
-        let mut advanced = 0usize;
         for segment in &plan.segments {
             match segment {
                 Segment::Parallel { nodes, predecessors, successors } => {
-                    let ticks = |i: usize| base.wrapping_add(plan.position[i] as u32);
+                    // The segment is a contiguous slice of the order: its systems take the
+                    // next `len` ticks, in that order, whatever the world's tick is now (an
+                    // exclusive system before may have taken ticks of its own).
+                    let first = plan.position[nodes[0]];
+                    let seg_base = world.change_tick();
+                    for _ in 0..nodes.len() {
+                        world.increment_change_tick();
+                    }
+                    let ticks = |i: usize| seg_base.wrapping_add((plan.position[i] - first) as u32);
                     failure =
                         self.run_parallel(world, nodes, predecessors, successors, &allowed, ticks);
                 }
                 Segment::Exclusive(i) => {
                     let i = *i;
-                    // Bring the world's tick to this system's position, so what it writes is
-                    // newer than what every earlier system saw.
-                    while advanced < plan.position[i] {
-                        world.increment_change_tick();
-                        advanced += 1;
-                    }
                     if self.node(i).sync_point {
-                        self.apply_commands(world, &plan.order[applied_upto..plan.position[i]]);
+                        let order = &plan.order[applied_upto..plan.position[i]];
+                        self.apply_commands(world, order)?;
                         applied_upto = plan.position[i];
                         continue;
                     }
                     if allowed[i] {
-                        failure = run_exclusive_node(
-                            self.node_mut(i),
-                            world,
-                            base.wrapping_add(plan.position[i] as u32),
-                        )
-                        .err()
-                        .map(|message| (i, message));
+                        let tick = world.increment_change_tick();
+                        failure = run_exclusive_node(self.node_mut(i), world, tick)
+                            .err()
+                            .map(|message| (i, message));
                     }
                 }
             }
@@ -348,33 +370,47 @@ impl Schedule {
                 break;
             }
         }
-        while advanced < plan.order.len() {
-            world.increment_change_tick();
-            advanced += 1;
-        }
         if let Some((i, _)) = &failure {
             self.node_mut(*i).system.discard_deferred(world);
+            for condition in &mut self.node_mut(*i).conditions {
+                condition.discard_deferred(world);
+            }
         }
-        self.apply_commands(world, &plan.order[applied_upto..]);
+        let applied = self.apply_commands(world, &plan.order[applied_upto..]);
         for (_, update) in &self.event_updaters {
             update(world);
         }
-        self.plan = Some(plan);
-        match failure {
-            None => Ok(()),
-            Some((i, message)) => Err(ScheduleError::SystemPanicked {
+        if let Some((i, message)) = failure {
+            return Err(ScheduleError::SystemPanicked {
                 system: self.node(i).system.name().to_owned(),
                 message,
-            }),
+            });
         }
+        applied
     }
 
-    fn apply_commands(&mut self, world: &mut World, order: &[usize]) {
+    /// Applies the command buffers of the systems in `order`, in that order. A command that
+    /// panics (a custom closure, a component's `Drop`) does not stop the others: the rest of
+    /// its buffer is thrown away (entities it reserved are not left behind), the following
+    /// buffers are applied, and the first panic is returned.
+    fn apply_commands(&mut self, world: &mut World, order: &[usize]) -> Result<(), ScheduleError> {
         let mut stats = std::mem::take(&mut self.stats);
+        let mut first_panic = None;
         for &i in order {
-            self.node_mut(i).system.apply_deferred(world, &mut stats);
+            let node = self.node_mut(i);
+            let applied = catch_unwind(AssertUnwindSafe(|| {
+                node.system.apply_deferred(world, &mut stats);
+            }));
+            if let Err(payload) = applied {
+                node.system.discard_deferred(world);
+                first_panic.get_or_insert_with(|| ScheduleError::SystemPanicked {
+                    system: format!("commands of `{}`", node.system.name()),
+                    message: panic_message(payload),
+                });
+            }
         }
         self.stats = stats;
+        first_panic.map_or(Ok(()), Err)
     }
 
     /// Runs one parallel segment; the first panic, if any, as `(node, message)`.
@@ -522,7 +558,18 @@ fn panic_message(payload: Box<dyn Any + Send>) -> String {
 /// A system's (and its conditions') check that their parameters do not conflict.
 fn check_params(config: &SystemConfig) -> Result<(), ScheduleError> {
     config.system.validate()?;
-    config.conditions.iter().try_for_each(|c| c.validate())
+    config.conditions.iter().try_for_each(|c| check_condition(c.as_ref()))
+}
+
+/// A run condition must be valid and read-only: it runs beside other systems' work, and what
+/// it would defer (commands) or write would have no place in the schedule's order.
+fn check_condition(condition: &dyn crate::System<Out = bool>) -> Result<(), ScheduleError> {
+    condition.validate()?;
+    let access = condition.access();
+    if access.writes_anything() || access.reserves_entities || access.exclusive {
+        return Err(ScheduleError::ConditionNotReadOnly { condition: condition.name().to_owned() });
+    }
+    Ok(())
 }
 
 /// Reachability as a bit matrix: `rows[a]` has bit `b` when `a` reaches `b`.

@@ -158,6 +158,12 @@ impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, M> {
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> F::Out {
         debug_assert_eq!(self.world, Some(world.id()), "system run on another world");
         let state = self.state.as_mut().expect("system not initialized");
+        // A system that did not run for most of the tick range (a run condition kept it off)
+        // counts as having last run `MAX_CHANGE_AGE` ago, the oldest a stored tick can be
+        // after `World::check_change_ticks`.
+        if this_run.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
+            self.meta.last_run = this_run.wrapping_sub(MAX_CHANGE_AGE);
+        }
         // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
         let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
         let out = self.func.run(params);

@@ -466,3 +466,147 @@ fn the_world_is_bit_identical_on_1_2_and_8_threads() {
     assert_eq!(simulate(2), one);
     assert_eq!(simulate(8), one);
 }
+
+#[test]
+fn an_exclusive_system_that_takes_ticks_itself_stays_visible() {
+    fn excl(world: &mut World) {
+        let mut q = world.query::<&mut A>();
+        for _ in 0..3 {
+            for mut a in q.iter_mut(world) {
+                a.0 += 1;
+            }
+        }
+    }
+    fn watch(q: Query<&A, Changed<A>>, mut seen: ResMut<Vec<usize>>) {
+        seen.push(q.iter().count());
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<usize>::new());
+    world.spawn((A(0),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((excl, watch.after(excl)));
+    for _ in 0..4 {
+        schedule.run(&mut world).unwrap();
+    }
+    assert_eq!(world.resource::<Vec<usize>>().unwrap(), &[1, 1, 1, 1]);
+}
+
+#[test]
+fn a_writer_may_filter_on_its_own_changes() {
+    fn halve_changed(mut q: Query<&mut A, Changed<A>>, mut count: ResMut<usize>) {
+        for mut a in q.iter_mut() {
+            a.0 /= 2;
+            *count += 1;
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(0usize);
+    let e = world.spawn((A(64),));
+    world.spawn((A(8),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(halve_changed);
+    schedule.run(&mut world).unwrap();
+    schedule.run(&mut world).unwrap(); // its own writes are not news to it
+    assert_eq!(world.resource::<usize>(), Some(&2));
+    world.get_mut::<A>(e).unwrap().0 = 100;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<usize>(), Some(&3));
+    assert_eq!(world.get::<A>(e), Some(&A(50)));
+}
+
+#[test]
+fn run_conditions_must_only_read() {
+    fn spawns(mut c: Commands) -> bool {
+        c.spawn((A(7),));
+        true
+    }
+    fn writes(mut r: ResMut<u32>) -> bool {
+        *r += 1;
+        true
+    }
+    let mut schedule = Schedule::new();
+    let err = schedule.try_add_systems(first.run_if(spawns)).err().unwrap();
+    assert!(matches!(err, ScheduleError::ConditionNotReadOnly { .. }), "{err}");
+    assert!(err.to_string().contains("spawns"), "{err}");
+    assert!(schedule.try_add_systems(first.run_if(writes)).is_err());
+    schedule.configure_set("s", SetConfig::new().run_if(writes));
+    schedule.add_systems(first.in_set("s"));
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    world.insert_resource(0u32);
+    assert!(matches!(schedule.run(&mut world), Err(ScheduleError::ConditionNotReadOnly { .. })));
+}
+
+#[test]
+fn events_read_only_by_a_condition_still_age() {
+    struct Ping;
+    fn pinged(mut pings: EventReader<Ping>) -> bool {
+        pings.read().count() > 0
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems(first.run_if(pinged));
+    for _ in 0..10 {
+        schedule.run(&mut world).unwrap();
+        world.resource_mut::<Events<Ping>>().unwrap().send(Ping);
+    }
+    assert_eq!(world.resource::<Log>().unwrap().0.len(), 9);
+    assert!(world.resource::<Events<Ping>>().unwrap().len() <= 2);
+}
+
+#[test]
+fn a_panicking_set_condition_is_an_error_not_an_unwind() {
+    let mut schedule = Schedule::new();
+    schedule.add_systems(first.in_set("s"));
+    schedule.configure_set("s", SetConfig::new().run_if(|| -> bool { panic!("no") }));
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let err = schedule.run(&mut world).unwrap_err();
+    assert!(matches!(err, ScheduleError::SystemPanicked { .. }), "{err}");
+    assert!(world.resource::<Log>().unwrap().0.is_empty());
+}
+
+#[test]
+fn a_panicking_command_leaves_no_half_made_entity_and_later_buffers_apply() {
+    fn bad(mut c: Commands) {
+        c.spawn((A(1),));
+        c.add(|_: &mut World| panic!("command failed"));
+        c.spawn((A(2),)); // thrown away with the rest of the buffer
+    }
+    fn good(mut c: Commands) {
+        c.spawn((B(3),));
+    }
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems((bad, good));
+    let err = schedule.run(&mut world).unwrap_err();
+    assert!(err.to_string().contains("command failed"), "{err}");
+    world.check_invariants();
+    assert_eq!(world.query::<&A>().iter(&world).map(|a| a.0).collect::<Vec<_>>(), [1]);
+    assert_eq!(world.query::<&B>().iter(&world).count(), 1, "the next buffer still applied");
+    assert_eq!(world.len(), 2, "no empty entity left behind");
+}
+
+#[test]
+fn a_reader_survives_its_queue_being_replaced() {
+    struct Note(u32);
+    fn read(mut notes: EventReader<Note>, mut seen: ResMut<Vec<u32>>) {
+        assert!(notes.len() <= 2);
+        seen.extend(notes.read().map(|n| n.0));
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<u32>::new());
+    let mut schedule = Schedule::new();
+    schedule.add_systems(read);
+    world.insert_resource(Events::<Note>::default());
+    for i in 0..3 {
+        world.resource_mut::<Events<Note>>().unwrap().send(Note(i));
+        schedule.run(&mut world).unwrap();
+    }
+    let mut fresh = Events::<Note>::default();
+    fresh.send(Note(99));
+    world.insert_resource(fresh);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Vec<u32>>().unwrap(), &[0, 1, 2, 99]);
+}
