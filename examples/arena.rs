@@ -166,7 +166,7 @@ fn spawn_agents(
     mut commands: Commands,
 ) {
     let share = arena.target.div_ceil(TEAMS);
-    let room: Vec<usize> = census.per_team.iter().map(|&n| share.saturating_sub(n)).collect();
+    let room = census.per_team.map(|n| share.saturating_sub(n));
     let centre = Vec2 { x: arena.size / 2.0, y: arena.size / 2.0 };
     for (position, mut spawner) in spawners.iter_mut() {
         let spawner = &mut *spawner;
@@ -242,7 +242,7 @@ fn rebuild_grid(mut grid: ResMut<Grid>, agents: Query<(Entity, &Position, &Team)
     }
     let mut fill = grid.starts.clone();
     grid.items.clear();
-    grid.items.resize(grid.scratch.len(), grid.scratch.first().map_or(DUMMY, |s| s.1));
+    grid.items.resize(grid.scratch.len(), GridItem::NONE);
     for &(cell, item) in &grid.scratch {
         grid.items[fill[cell as usize] as usize] = item;
         fill[cell as usize] += 1;
@@ -735,8 +735,11 @@ fn rayon_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-const DUMMY: GridItem =
-    GridItem { entity: Entity::PLACEHOLDER, pos: Vec2 { x: 0.0, y: 0.0 }, team: 0 };
+impl GridItem {
+    /// Filler for a slot about to be written.
+    const NONE: GridItem =
+        GridItem { entity: Entity::PLACEHOLDER, pos: Vec2 { x: 0.0, y: 0.0 }, team: 0 };
+}
 
 impl Grid {
     fn new(size: f32) -> Self {
