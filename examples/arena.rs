@@ -149,7 +149,7 @@ fn below_target(census: Res<Census>, arena: Res<Arena>) -> bool {
 
 /// Run condition: the fire pits burn for part of every cycle.
 fn pits_active(clock: Res<Clock>) -> bool {
-    clock.frame % PIT_CYCLE < PIT_ON
+    pits_lit(clock.frame)
 }
 
 /// Run condition: every 120 frames.
@@ -368,6 +368,11 @@ fn main() {
     world.insert_resource(Census::default());
     world.insert_resource(Score::default());
 
+    // One frame: count heads and spawn; steer, move and bounce ("physics"); rebuild the grid;
+    // fight, catch fire and burn ("combat"); find the dead and keep the score. Systems whose
+    // access does not overlap may run at the same time (`wander_spawners` beside `census`,
+    // `count_ignitions` beside the physics); four of them also split their own work with
+    // `par_iter_mut`. Commands are applied at the end of the frame, in this order.
     let mut schedule = Schedule::new();
     schedule
         .configure_set("physics", SetConfig::new().after(census))
