@@ -76,9 +76,9 @@ impl SystemAccess {
         key: TypeKey,
         param: String,
     ) -> Result<(), ScheduleError> {
-        if self.resource_writes.contains(key.id)
+        if self.world_read
+            || self.resource_writes.contains(key.id)
             || self.resource_reads.contains(key.id)
-            || self.world_read
         {
             return Err(self.resource_conflict(system, key, param));
         }
@@ -87,9 +87,14 @@ impl SystemAccess {
     }
 
     fn resource_conflict(&self, system: &str, key: TypeKey, param: String) -> ScheduleError {
+        let first = if self.world_read {
+            "&World".to_owned()
+        } else {
+            format!("another parameter using {}", crate::param::short_type_name(key.name))
+        };
         ScheduleError::ConflictingParams {
             system: system.to_owned(),
-            first: format!("another parameter using {}", key.name),
+            first,
             second: param,
             on: key.name,
         }

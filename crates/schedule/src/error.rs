@@ -26,6 +26,9 @@ pub enum ScheduleError {
         /// The panic message, if it was a string.
         message: String,
     },
+    /// An ordering constraint names a system or set that is not in the schedule (a typo, or a
+    /// system not added).
+    UnknownLabel(String),
     /// A run condition writes, uses `Commands`, or needs the world to itself; conditions must
     /// only read.
     ConditionNotReadOnly {
@@ -57,6 +60,9 @@ impl fmt::Display for ScheduleError {
                 write!(f, "system `{system}` panicked: {message}")
             }
             Self::Query { system, error } => write!(f, "system `{system}`: {error}"),
+            Self::UnknownLabel(what) => {
+                write!(f, "an ordering constraint names {what}, which is not in the schedule")
+            }
             Self::ConditionNotReadOnly { condition } => write!(
                 f,
                 "run condition `{condition}` must only read (no ResMut, no &mut queries, no \

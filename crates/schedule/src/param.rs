@@ -212,6 +212,16 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     pub fn is_empty(&self) -> bool {
         self.iter().next().is_none()
     }
+
+    /// How many entities match.
+    pub fn count(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether `entity` matches the query (alive, and passing its filter).
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.get(entity).is_ok()
+    }
 }
 
 impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &'w Query<'_, 's, D, F> {

@@ -215,6 +215,30 @@ impl Schedule {
                 })
                 .collect()
         };
+        // A label that names nothing is a typo, not a constraint to drop silently.
+        let mut labels: Vec<&Label> =
+            self.sets.values().flat_map(|c| c.before.iter().chain(&c.after)).collect();
+        for i in 0..n {
+            labels.extend(self.node(i).before.iter().chain(&self.node(i).after));
+        }
+        for name in self.sets.keys() {
+            if matches(&Label::Set(name)).is_empty() {
+                return Err(ScheduleError::UnknownLabel(format!(
+                    "set `{name}` (configured, but no system is in it)"
+                )));
+            }
+        }
+        for label in labels {
+            if matches(label).is_empty() {
+                let what = match label {
+                    Label::System(_, name) => {
+                        format!("system `{}`", crate::param::short_type_name(name))
+                    }
+                    Label::Set(set) => format!("set `{set}`"),
+                };
+                return Err(ScheduleError::UnknownLabel(what));
+            }
+        }
         // Explicit edges, from the systems' and their sets' constraints.
         let mut edges = vec![Vec::new(); n];
         for i in 0..n {

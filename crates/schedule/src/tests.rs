@@ -155,6 +155,27 @@ fn explicit_order_overrides_insertion_order() {
 }
 
 #[test]
+fn a_label_that_names_nothing_is_an_error() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut typo = Schedule::new();
+    typo.add_systems((first.in_set("physics"), second.after("phyiscs")));
+    let err = typo.run(&mut world).unwrap_err();
+    assert!(matches!(err, ScheduleError::UnknownLabel(_)) && err.to_string().contains("phyiscs"));
+    let mut missing = Schedule::new();
+    missing.add_systems(second.after(third));
+    assert!(missing.run(&mut world).unwrap_err().to_string().contains("third"));
+    let mut ghost = Schedule::new();
+    ghost.add_systems(first);
+    ghost.configure_set("ghost", SetConfig::new().after("nowhere"));
+    assert!(matches!(ghost.run(&mut world), Err(ScheduleError::UnknownLabel(_))));
+    assert!(world.resource::<Log>().unwrap().0.is_empty());
+    fn world_then_resmut(_: &World, _: ResMut<Log>) {}
+    let err = Schedule::new().try_add_systems(world_then_resmut).err().unwrap();
+    assert!(err.to_string().contains("`&World` and `ResMut<"), "{err}");
+}
+
+#[test]
 fn cycles_are_errors_naming_the_systems() {
     let mut world = World::new();
     world.insert_resource(Log::default());
