@@ -81,3 +81,8 @@ pub mod prelude {
         Bundle, Component, EntityError, Local, QueryError, ScheduleError, SystemParam,
     };
 }
+
+/// The README's example, run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
