@@ -62,6 +62,7 @@ fn conflicting_systems_never_overlap() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "timing: miri's thread scheduler need not overlap the sleeps")]
 fn independent_systems_overlap_when_given_work() {
     let group = Arc::new(Overlap::default());
     let mut schedule = Schedule::new();
@@ -415,7 +416,7 @@ fn simulate(threads: usize) -> Vec<Row> {
     let mut world = World::new();
     world.register_component::<Flag>(StorageType::SparseSet).unwrap();
     let mut rng = Rng(42);
-    let entities = if cfg!(miri) { 40 } else { 2_000u64 };
+    let entities = if cfg!(miri) { 24 } else { 2_000u64 };
     for i in 0..entities {
         let r = rng.next();
         let e = world.spawn((A(i),));
@@ -485,7 +486,9 @@ fn the_world_is_bit_identical_on_1_2_and_8_threads() {
     let one = simulate(1);
     assert!(one.len() > if cfg!(miri) { 20 } else { 1_000 });
     assert_eq!(simulate(2), one);
-    assert_eq!(simulate(8), one);
+    if !cfg!(miri) {
+        assert_eq!(simulate(8), one);
+    }
 }
 
 #[test]
