@@ -2,7 +2,11 @@
 //!
 //! The first push reserves the whole capacity of address space (no memory, no commit charge) and
 //! commits its first page; later pushes commit pages in place (see `raw.rs` for the step policy and
-//! its worst-case waste of one 1 MiB step). Nothing is ever copied on growth, so a pointer to an
+//! its worst-case waste of one 1 MiB step). Past
+//! [`HUGE_PAGES_FROM`](crate::vm::HUGE_PAGES_FROM) committed bytes (8 MiB), where the OS offers
+//! transparent huge pages, the reservation commits whole 2 MiB huge pages instead, each faulted in
+//! at once (one fault where 4 KiB pages take 512); the waste bound is then one huge page (see
+//! [`vm`](crate::vm), "Huge pages"). Nothing is ever copied on growth, so a pointer to an
 //! element stays valid until that element is removed, and no push stalls on a reallocation.
 //!
 //! # Safety model
