@@ -1,9 +1,9 @@
 //! `seed_report`: the `insert_10m` figures that criterion cannot give, as markdown tables.
 //!
-//! For 10,000,000 [`Transform`] pushes, one at a time, into `VirtualVec::new` (`OsPages`: huge
-//! pages past `HUGE_PAGES_FROM` where the OS has them, prefaulted commits), `VirtualVec` on 4 KiB
-//! pages with prefaulted commits, `VirtualVec` as it was before (`OsPagesWith::PLAIN`), `Vec::new`
-//! and `Vec::with_capacity`:
+//! For 10,000,000 [`Transform`] pushes, one at a time, into `VirtualVec::new` (`OsPages`: 4 KiB
+//! pages, commits past 1 MiB prefaulted), `VirtualVec` with huge pages past `HUGE_PAGES_FROM`
+//! (`OsPagesWith::HUGE`), `VirtualVec` as it was before (`OsPagesWith::PLAIN`), `Vec::new` and
+//! `Vec::with_capacity`:
 //! - memory above the 400 MB payload: what the container holds (`committed_bytes` for a
 //!   `VirtualVec`, `capacity × 40` for a `Vec`) and what the process really gained, from
 //!   `/proc/self/statm` (resident set) and `/proc/self/status` (`VmHWM`, the peak, reset through
@@ -32,7 +32,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use folio_benches::{TEN_MILLION, Transform};
-use folio_storage::vm::{DEFAULT_RESERVE_BYTES, HUGE_PAGES_FROM, OsPages, OsPagesWith, PageSource};
+use folio_storage::vm::{
+    DEFAULT_RESERVE_BYTES, HUGE_PAGES_FROM, OsPages, OsPagesWith, PREFAULT_FROM, PageSource,
+};
 use folio_storage::{COMMIT_STEP_MAX, VirtualVec};
 
 /// Bytes of payload: 10M × 40.
@@ -42,9 +44,9 @@ const PAYLOAD: usize = TEN_MILLION * size_of::<Transform>();
 #[derive(Clone, Copy, PartialEq)]
 enum Case {
     VirtualVecNew,
-    /// `VirtualVec` on 4 KiB pages with prefaulted commits (no huge pages).
-    VirtualVecSmallPages,
-    /// `VirtualVec` as it was before huge pages and prefaulting (`OsPagesWith::PLAIN`).
+    /// `VirtualVec` with huge pages (`OsPagesWith::HUGE`).
+    VirtualVecHuge,
+    /// `VirtualVec` as it was before prefaulting (`OsPagesWith::PLAIN`).
     VirtualVecPlain,
     VecNew,
     VecWithCapacity,
@@ -57,8 +59,8 @@ impl Case {
     fn name(self) -> String {
         match self {
             Case::VirtualVecNew => "`VirtualVec::new`".into(),
-            Case::VirtualVecSmallPages => "`VirtualVec` 4 KiB pages, prefaulted".into(),
-            Case::VirtualVecPlain => "`VirtualVec` before (4 KiB pages)".into(),
+            Case::VirtualVecHuge => "`VirtualVec` huge pages".into(),
+            Case::VirtualVecPlain => "`VirtualVec` before (not prefaulted)".into(),
             Case::VecNew => "`Vec::new`".into(),
             Case::VecWithCapacity => "`Vec::with_capacity`".into(),
             Case::VecRefill => "`Vec` refill, pages resident (reference)".into(),
@@ -81,11 +83,11 @@ impl Container {
     fn new(case: Case) -> Self {
         match case {
             Case::VirtualVecNew => Self::Virtual(VirtualVec::new()),
-            Case::VirtualVecSmallPages | Case::VirtualVecPlain => {
+            Case::VirtualVecHuge | Case::VirtualVecPlain => {
                 let source = if case == Case::VirtualVecPlain {
                     OsPagesWith::PLAIN
                 } else {
-                    OsPagesWith { huge_pages: false, populate: true }
+                    OsPagesWith::HUGE
                 };
                 let max_len = DEFAULT_RESERVE_BYTES / size_of::<Transform>();
                 Self::Virtual(VirtualVec::with_source(max_len, Arc::new(source)))
@@ -371,7 +373,7 @@ fn summary_table(
         let list = r.iter().map(|x| format!("{x:.3}")).collect::<Vec<_>>().join(", ");
         format!("{:.3} ({list})", r[r.len() / 2])
     };
-    for a in [Case::VirtualVecNew, Case::VirtualVecSmallPages, Case::VirtualVecPlain] {
+    for a in [Case::VirtualVecNew, Case::VirtualVecHuge, Case::VirtualVecPlain] {
         for b in [Case::VecNew, Case::VecWithCapacity, Case::VirtualVecPlain] {
             if a == b || !cases.contains(&a) || !cases.contains(&b) {
                 continue;
@@ -395,7 +397,7 @@ fn main() {
         Case::VecNew,
         Case::VecWithCapacity,
         Case::VecRefill,
-        Case::VirtualVecSmallPages,
+        Case::VirtualVecHuge,
         Case::VirtualVecPlain,
     ]
     .into_iter()
@@ -403,11 +405,14 @@ fn main() {
     .collect();
     assert!(!cases.is_empty(), "--only {only:?} matches no case");
 
-    let huge = OsPages.huge_page_size().map_or("none".into(), |h| format!("{} KiB", h >> 10));
+    let huge =
+        OsPagesWith::HUGE.huge_page_size().map_or("none".into(), |h| format!("{} KiB", h >> 10));
     println!(
         "10,000,000 pushes of a 40-byte Transform; payload {PAYLOAD} bytes; default commit step \
-         {} KiB; huge pages from the OS: {huge}, used past {} MiB committed.\n",
+         {} KiB; commits prefaulted past {} MiB; huge pages from the OS: {huge}, used (opt-in) past {} \
+         MiB committed.\n",
         COMMIT_STEP_MAX >> 10,
+        PREFAULT_FROM >> 20,
         HUGE_PAGES_FROM >> 20,
     );
     let (mut totals, mut cpu, mut slowest) = (Vec::new(), Vec::new(), Vec::new());

@@ -4,18 +4,17 @@
 //! - [`OsPages`], on the `region` crate: a reservation is an `mmap` with `PROT_NONE` (no memory
 //!   and no commit charge), commit is `mprotect(READ_WRITE)`, decommit maps fresh `PROT_NONE`
 //!   pages over the range with `MAP_FIXED` (the kernel drops the pages and their commit charge;
-//!   re-committed pages read as zero), release is `munmap`. On Linux with transparent huge pages
-//!   not set to `never`, reservations over [`HUGE_PAGES_FROM`] start on a huge page boundary and
-//!   accept `madvise(MADV_HUGEPAGE)` (see "Huge pages" below); each commit is prefaulted with
-//!   `madvise(MADV_POPULATE_WRITE)` (see "Prefaulted commits").
+//!   re-committed pages read as zero), release is `munmap`. Commits past [`PREFAULT_FROM`] are
+//!   prefaulted with `madvise(MADV_POPULATE_WRITE)` (see "Prefaulted commits" below).
 //! - [`HeapPages`], which allocates the whole range from the global allocator up front. Miri
 //!   cannot run `mprotect`, so under `cfg(miri)` it is the default; it also serves as a portable
 //!   fallback in tests.
 //! - [`FaultyPages`], which wraps another source and fails the k-th commit, so tests can prove that
 //!   a failed commit leaves every container unchanged.
 //!
-//! - [`OsPagesWith`], the same with each fill optimisation (huge pages, prefaulted commits)
-//!   switchable, for benchmarks and tests; [`OsPagesWith::PLAIN`] is the behaviour before them.
+//! - [`OsPagesWith`], the same with each fill optimisation switchable: prefaulted commits, and
+//!   transparent huge pages ([`OsPagesWith::HUGE`], opt-in, see "Huge pages" below);
+//!   [`OsPagesWith::PLAIN`] is the behaviour before either.
 //!
 //! A [`Reservation`] owns one reserved range and tracks its committed prefix.
 //!
@@ -25,7 +24,9 @@
 //! for 512 small ones. The kernel backs a 2 MiB block of a mapping with a huge page on its first
 //! touch only if the mapping asked for them (`MADV_HUGEPAGE`, as THP is usually in `madvise`
 //! mode) and the whole aligned block lies in one read-write mapping. So a [`Reservation`] whose
-//! source has huge pages ([`PageSource::huge_page_size`]) and whose start is aligned to them:
+//! source has huge pages ([`PageSource::huge_page_size`]: [`OsPagesWith::HUGE`] on Linux with THP
+//! not `never`) and whose start is aligned to them (the source aligns reservations over
+//! [`HUGE_PAGES_FROM`]):
 //! - commits exactly as before (whole pages) up to [`HUGE_PAGES_FROM`] committed bytes: a small or
 //!   near-empty array never holds a 2 MiB page;
 //! - on its first commit past that, advises the whole range `MADV_HUGEPAGE`, and from then on
@@ -39,14 +40,27 @@
 //!   reservation into one mapping and gets huge pages when it is committed again.
 //!
 //! # Prefaulted commits
-//! Where huge pages are not used (below the threshold, or without THP) a commit step of 1 MiB is
-//! 256 pages, each taking a page fault on its first write. [`OsPagesWith::populate`] (on in
-//! [`OsPages`]) prefaults the committed range in the same call with `MADV_POPULATE_WRITE`: one
-//! system call instead of 256 trips through the fault handler (measured ~15 % less CPU for a 400 MB
-//! fill on 4 KiB pages, docs/PERFORMANCE.md). The price: committed pages are resident at once, so
-//! resident memory is the committed bytes, which exceed what an array holds by less than one
-//! commit step (1 MiB, or one huge page); and the cost of faulting a whole step lands on the one
-//! push that commits it. At most [`POPULATE_MAX`] bytes of a commit are prefaulted.
+//! A commit step of 1 MiB is 256 pages, each taking a page fault on its first write. A
+//! [`Reservation`] that has [`PREFAULT_FROM`] (1 MiB) committed asks its source to prefault every
+//! further commit ([`PageSource::prefault`]); [`OsPages`] does it with one
+//! `madvise(MADV_POPULATE_WRITE)` (Linux 5.14): one system call instead of 256 trips through the
+//! fault handler, measured at ~0.8x the CPU time of a 400 MB fill (docs/PERFORMANCE.md). The price:
+//! prefaulted pages are resident at once instead of on first touch, so past 1 MiB the resident
+//! memory of an array is its committed bytes, which exceed what it holds by less than one commit
+//! step (1 MiB; one huge page with huge pages): at most 100 % at 1 MiB, 0.14 % at 400 MB. Below
+//! 1 MiB (near-empty and small arrays) nothing changes: pages become resident when touched. The
+//! cost of faulting a step lands on the one push that commits it (one push in 26,000 for 40-byte
+//! items). At most [`PREFAULT_MAX`] bytes of a commit are prefaulted, so a large explicit reserve
+//! does not make memory resident in bulk. A refused prefault is ignored (the pages fault in on
+//! first touch, as before).
+//!
+//! Huge pages are **opt-in** ([`OsPages`] does not use them), because what they are worth
+//! depends on where the physical memory comes from, as measured on the project's VMs
+//! (docs/PERFORMANCE.md): a 400 MB fill took a quarter of the CPU time of 4 KiB pages when the huge
+//! pages reused memory freed just before, but twice as much when they did not — the hypervisor
+//! takes back free 2 MiB blocks (virtio free page reporting), so every fresh huge page is faulted
+//! in again by the host, while 4 KiB allocations are served from recently used fragments. On bare
+//! metal or without free page reporting, huge pages are the faster choice for large arrays.
 //!
 //! Huge pages are a hint: when `madvise` is refused the reservation silently goes on with small
 //! pages and page-granular commits, and when the kernel has no free huge page at fault time it
@@ -113,6 +127,15 @@ pub unsafe trait PageSource: Send + Sync + fmt::Debug {
     /// - `ptr` and `len` are multiples of the page size.
     unsafe fn commit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), io::Error>;
 
+    /// Makes the committed pages of `[ptr, ptr + len)` resident now rather than on first touch. A
+    /// hint: it must not change the contents of any byte; the default does nothing.
+    ///
+    /// # Safety
+    /// - As for [`PageSource::commit`], and the range is committed.
+    unsafe fn prefault(&self, ptr: NonNull<u8>, len: usize) {
+        let _ = (ptr, len);
+    }
+
     /// Gives the physical pages of `[ptr, ptr + len)` back, keeping the addresses reserved.
     ///
     /// # Safety
@@ -129,8 +152,8 @@ pub unsafe trait PageSource: Send + Sync + fmt::Debug {
 }
 
 /// Pages from the operating system, through the `region` crate: [`OsPagesWith::DEFAULT`], that is
-/// transparent huge pages past [`HUGE_PAGES_FROM`] where the kernel offers them, and commits
-/// prefaulted in one call (see [`OsPagesWith`] and the module docs).
+/// 4 KiB pages with commits prefaulted in one call past [`PREFAULT_FROM`], no huge pages (see
+/// [`OsPagesWith`] and the module docs).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsPages;
 
@@ -141,16 +164,17 @@ pub struct OsPagesWith {
     /// Back reservations with transparent huge pages past [`HUGE_PAGES_FROM`] committed bytes,
     /// where the kernel offers them (THP not `never`; see the module docs).
     pub huge_pages: bool,
-    /// Prefault every commit (its first [`POPULATE_MAX`] bytes) with one
-    /// `madvise(MADV_POPULATE_WRITE)` (Linux 5.14) instead of one page fault per page when each
-    /// page is first written. The committed pages become resident at once rather than on first
-    /// touch, so resident memory is the committed bytes (the waste bound of the commit step).
+    /// Prefault commits (see [`PageSource::prefault`]) with one `madvise(MADV_POPULATE_WRITE)`
+    /// (Linux 5.14) instead of one page fault per page when each page is first written.
     pub populate: bool,
 }
 
 impl OsPagesWith {
-    /// What [`OsPages`] does: huge pages and prefaulted commits.
-    pub const DEFAULT: Self = Self { huge_pages: true, populate: true };
+    /// What [`OsPages`] does: prefaulted commits on 4 KiB pages.
+    pub const DEFAULT: Self = Self { huge_pages: false, populate: true };
+    /// Huge pages past [`HUGE_PAGES_FROM`] and prefaulted commits (see the module docs for when
+    /// they pay).
+    pub const HUGE: Self = Self { huge_pages: true, populate: true };
     /// Neither: 4 KiB pages faulted in one at a time on first touch (folio before issue 2's
     /// huge page work).
     pub const PLAIN: Self = Self { huge_pages: false, populate: false };
@@ -162,10 +186,14 @@ impl Default for OsPagesWith {
     }
 }
 
+/// Committed bytes from which a reservation prefaults its commits (see the module docs): 1 MiB,
+/// the largest commit step, so small arrays keep pages resident only once touched.
+pub const PREFAULT_FROM: usize = 1 << 20;
+
 /// The most bytes of one commit that are prefaulted: one huge page, or two 1 MiB commit steps.
-/// A larger commit (an explicit `try_reserve`) has its first `POPULATE_MAX` bytes prefaulted and
+/// A larger commit (an explicit `try_reserve`) has its first `PREFAULT_MAX` bytes prefaulted and
 /// the rest faulted in on first touch, so reserving ahead never makes memory resident in bulk.
-pub const POPULATE_MAX: usize = 2 << 20;
+pub const PREFAULT_MAX: usize = 2 << 20;
 
 /// The transparent huge page size, if this kernel can give huge pages to an `madvise`d mapping:
 /// `/sys/kernel/mm/transparent_hugepage/hpage_pmd_size` (2 MiB on x86-64), unless THP is
@@ -243,15 +271,17 @@ unsafe impl PageSource for OsPagesWith {
         // - the caller guarantees the range is inside a live reservation of ours, so changing its
         //   protection affects no other memory.
         unsafe {
-            region::protect(ptr.as_ptr(), len, region::Protection::READ_WRITE)
-                .map_err(region_to_io)?;
+            region::protect(ptr.as_ptr(), len, region::Protection::READ_WRITE).map_err(region_to_io)
         }
+    }
+
+    unsafe fn prefault(&self, ptr: NonNull<u8>, len: usize) {
         if self.populate {
             // SAFETY:
-            // - a prefix of the range just made read-write; populating it writes nothing.
-            unsafe { populate(ptr, len.min(POPULATE_MAX)) };
+            // - the caller guarantees the range is committed (read-write) in a live reservation
+            //   of ours; populating it writes nothing.
+            unsafe { populate(ptr, len) };
         }
-        Ok(())
     }
 
     unsafe fn advise_huge_pages(&self, ptr: NonNull<u8>, len: usize) -> Result<(), io::Error> {
@@ -315,6 +345,12 @@ unsafe impl PageSource for OsPages {
         // SAFETY:
         // - forwarded unchanged: the caller's guarantees hold for `OsPagesWith`.
         unsafe { OsPagesWith::DEFAULT.advise_huge_pages(ptr, len) }
+    }
+
+    unsafe fn prefault(&self, ptr: NonNull<u8>, len: usize) {
+        // SAFETY:
+        // - forwarded unchanged: the caller's guarantees hold for `OsPagesWith`.
+        unsafe { OsPagesWith::DEFAULT.prefault(ptr, len) }
     }
 
     unsafe fn decommit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), io::Error> {
@@ -526,6 +562,12 @@ unsafe impl PageSource for FaultyPages {
         unsafe { self.inner.commit(ptr, len) }
     }
 
+    unsafe fn prefault(&self, ptr: NonNull<u8>, len: usize) {
+        // SAFETY:
+        // - forwarded unchanged: the caller's guarantees hold for `inner`.
+        unsafe { self.inner.prefault(ptr, len) }
+    }
+
     unsafe fn decommit(&self, ptr: NonNull<u8>, len: usize) -> Result<(), io::Error> {
         // SAFETY:
         // - forwarded unchanged: the caller's guarantees hold for `inner`.
@@ -682,6 +724,12 @@ impl Reservation {
             bytes: len,
             source,
         })?;
+        if self.committed >= PREFAULT_FROM {
+            // SAFETY:
+            // - `committed..committed + len.min(PREFAULT_MAX)` was just committed, inside our live
+            //   reservation; both ends are page multiples (`PREFAULT_MAX` is one).
+            unsafe { self.source.prefault(self.ptr_at(self.committed), len.min(PREFAULT_MAX)) };
+        }
         self.committed = target;
         Ok(())
     }
@@ -881,35 +929,33 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
     fn large_os_reservations_start_on_a_huge_page() {
-        let Some(huge) = OsPages.huge_page_size() else {
+        let Some(huge) = OsPagesWith::HUGE.huge_page_size() else {
             eprintln!("no transparent huge pages here: nothing to check");
             return;
         };
-        assert!(huge.is_power_of_two() && huge > OsPages.page_size());
+        assert!(huge.is_power_of_two() && huge > OsPagesWith::HUGE.page_size());
         for _ in 0..8 {
-            let r = Reservation::new(Arc::new(OsPages), 64 << 20).unwrap();
+            let r = Reservation::new(Arc::new(OsPagesWith::HUGE), 64 << 20).unwrap();
             assert!(r.as_ptr().as_ptr().addr().is_multiple_of(huge), "{r:?}");
             assert_eq!(r.huge_page_size(), Some(huge));
             assert!(!r.uses_huge_pages());
         }
         // Small reservations are not aligned on purpose and never use huge pages.
-        let small = Reservation::new(Arc::new(OsPages), HUGE_PAGES_FROM).unwrap();
+        let small = Reservation::new(Arc::new(OsPagesWith::HUGE), HUGE_PAGES_FROM).unwrap();
         assert_eq!(small.huge_page_size(), None);
-        // Nor do reservations from a source without huge pages.
-        let none = Reservation::new(
-            Arc::new(OsPagesWith { huge_pages: false, ..OsPagesWith::DEFAULT }),
-            64 << 20,
-        )
-        .unwrap();
+        // Nor do reservations from a source without huge pages, `OsPages` included.
+        assert_eq!(OsPages.huge_page_size(), None);
+        assert_eq!(Reservation::new(Arc::new(OsPages), 64 << 20).unwrap().huge_page_size(), None);
+        let none = Reservation::new(Arc::new(OsPagesWith::DEFAULT), 64 << 20).unwrap();
         assert_eq!(none.huge_page_size(), None);
     }
 
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
     fn huge_commits_round_up_past_the_threshold_and_read_back() {
-        let Some(huge) = OsPages.huge_page_size() else { return };
-        let page = OsPages.page_size();
-        let mut r = Reservation::new(Arc::new(OsPages), 64 << 20).unwrap();
+        let Some(huge) = OsPagesWith::HUGE.huge_page_size() else { return };
+        let page = OsPagesWith::HUGE.page_size();
+        let mut r = Reservation::new(Arc::new(OsPagesWith::HUGE), 64 << 20).unwrap();
         let (start, end) = range_of(&r);
         // Below the threshold: whole small pages, no advice.
         r.commit_to(1).unwrap();
@@ -945,9 +991,9 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
     fn huge_decommit_releases_memory_and_recommits_zeroed() {
-        let Some(huge) = OsPages.huge_page_size() else { return };
-        let page = OsPages.page_size();
-        let mut r = Reservation::new(Arc::new(OsPages), 64 << 20).unwrap();
+        let Some(huge) = OsPagesWith::HUGE.huge_page_size() else { return };
+        let page = OsPagesWith::HUGE.page_size();
+        let mut r = Reservation::new(Arc::new(OsPagesWith::HUGE), 64 << 20).unwrap();
         let (start, end) = range_of(&r);
         let top = HUGE_PAGES_FROM + 4 * huge;
         r.commit_to(top).unwrap();
@@ -986,7 +1032,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
     fn refused_huge_page_advice_falls_back_to_small_pages() {
-        let source = Arc::new(FaultyPages::new(Arc::new(OsPages), 0));
+        let source = Arc::new(FaultyPages::new(Arc::new(OsPagesWith::HUGE), 0));
         if source.huge_page_size().is_none() {
             return;
         }
@@ -1016,8 +1062,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
     fn without_huge_pages_commits_stay_page_granular() {
-        let source: Arc<dyn PageSource> =
-            Arc::new(OsPagesWith { huge_pages: false, ..OsPagesWith::DEFAULT });
+        let source: Arc<dyn PageSource> = Arc::new(OsPagesWith::DEFAULT);
         let page = source.page_size();
         let mut r = Reservation::new(source, 64 << 20).unwrap();
         r.commit_to(HUGE_PAGES_FROM + 1).unwrap();
@@ -1039,29 +1084,38 @@ mod tests {
 
     #[test]
     #[cfg_attr(miri, ignore = "miri cannot mmap")]
-    fn populated_commits_are_resident_at_once_and_read_zero() {
+    fn commits_past_a_mebibyte_are_resident_at_once_and_read_zero() {
         let resident_kib = |r: &Reservation| {
             let (start, end) = range_of(r);
             mappings_in(start, end).iter().map(|m| m.rss_kib).sum::<usize>()
         };
-        let step = 1 << 20;
-        let populated = OsPagesWith { huge_pages: false, populate: true };
-        let mut r = Reservation::new(Arc::new(populated), 64 << 20).unwrap();
-        r.commit_to(step).unwrap();
-        assert!(resident_kib(&r) >= step >> 10, "prefaulted: {} KiB", resident_kib(&r));
-        assert!((0..step).step_by(4096).all(|at| byte_at(&r, at) == 0));
-        fill(&mut r, 0, step, 0x66);
+        let mut r = Reservation::new(Arc::new(OsPages), 64 << 20).unwrap();
+        // Up to `PREFAULT_FROM`, committed pages cost nothing until they are touched.
+        r.commit_to(PREFAULT_FROM).unwrap();
+        assert_eq!(resident_kib(&r), 0);
+        fill(&mut r, 0, 4096, 0x66);
+        assert_eq!(resident_kib(&r), 4);
+        // Past it, a commit is resident at once (up to `PREFAULT_MAX` of it) and reads as zero.
+        r.commit_to(PREFAULT_FROM + PREFAULT_MAX + (1 << 20)).unwrap();
+        let prefaulted = resident_kib(&r);
+        assert!(prefaulted >= 4 + (PREFAULT_MAX >> 10), "prefaulted: {prefaulted} KiB");
+        assert!(prefaulted < 4 + ((PREFAULT_MAX + (1 << 20)) >> 10), "at most PREFAULT_MAX");
+        let top = r.committed_bytes();
+        assert!((4096..top).step_by(4096).all(|at| byte_at(&r, at) == 0));
+        fill(&mut r, 4096, top, 0x77);
         r.decommit_to(4096).unwrap();
         assert!(resident_kib(&r) <= 8, "decommitted: {} KiB", resident_kib(&r));
-        r.commit_to(step).unwrap();
+        r.commit_to(top).unwrap();
         assert_eq!(byte_at(&r, 4096), 0);
+        assert_eq!(byte_at(&r, top - 1), 0);
         assert_eq!(byte_at(&r, 4095), 0x66);
 
-        // Without it, committed pages cost nothing until they are touched.
+        // Without prefaulting, only touched pages are resident.
         let mut plain = Reservation::new(Arc::new(OsPagesWith::PLAIN), 64 << 20).unwrap();
-        plain.commit_to(step).unwrap();
+        plain.commit_to(PREFAULT_FROM).unwrap();
+        plain.commit_to(PREFAULT_FROM + PREFAULT_MAX).unwrap();
         assert_eq!(resident_kib(&plain), 0);
-        fill(&mut plain, 0, 4096, 1);
+        fill(&mut plain, PREFAULT_FROM, PREFAULT_FROM + 4096, 1);
         assert_eq!(resident_kib(&plain), 4);
     }
 }

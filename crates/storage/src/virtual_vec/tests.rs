@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
-use crate::vm::{FaultyPages, HUGE_PAGES_FROM, HeapPages, OsPages, OsPagesWith, default_source};
+use crate::vm::{FaultyPages, HUGE_PAGES_FROM, HeapPages, OsPagesWith, default_source};
 
 #[test]
 fn push_get_pop_swap_remove() {
@@ -72,7 +72,7 @@ fn a_near_empty_array_commits_one_page() {
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap, and this fills 24 MB")]
 fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
-    let source = default_source();
+    let source: Arc<dyn crate::vm::PageSource> = Arc::new(OsPagesWith::HUGE);
     let Some(huge) = source.huge_page_size() else { return };
     let n = 3_000_000usize;
     let mut v = VirtualVec::with_source(1 << 30, source);
@@ -104,7 +104,7 @@ fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap, and this fills 24 MB")]
 fn refused_huge_pages_fall_back_silently() {
-    let source = Arc::new(FaultyPages::new(Arc::new(OsPages), 0));
+    let source = Arc::new(FaultyPages::new(Arc::new(OsPagesWith::HUGE), 0));
     source.refuse_huge_pages(true);
     let mut v = VirtualVec::with_source(1 << 30, source.clone());
     for i in 0..3_000_000u64 {
@@ -114,10 +114,7 @@ fn refused_huge_pages_fall_back_silently() {
     assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
     // One refused advice at most (none if the OS has no huge pages at all), never asked again.
     assert!(source.huge_page_advice() <= 1);
-    let mut w = VirtualVec::with_source(
-        1 << 30,
-        Arc::new(OsPagesWith { huge_pages: false, ..OsPagesWith::DEFAULT }),
-    );
+    let mut w = VirtualVec::with_source(1 << 30, Arc::new(OsPagesWith::DEFAULT));
     for i in 0..3_000_000u64 {
         w.push(i);
     }
