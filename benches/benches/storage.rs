@@ -1,4 +1,10 @@
-//! Storage benchmarks of issue 2: `insert_10m`, `commit_step`, `remove_10m` and `handle_map`.
+//! Storage benchmarks of issue 2: `insert_10m`, `remove_10m` and `handle_map`.
+//!
+//! `insert_10m` runs `VirtualVec::new` (`OsPages`: 4 KiB pages, commits past 1 MiB prefaulted) next
+//! to `VirtualVec` with huge pages (`OsPagesWith::HUGE`), `VirtualVec` as it was before
+//! (`OsPagesWith::PLAIN`), `Vec::new` and `Vec::with_capacity`. (The `commit_step` group that chose `COMMIT_STEP_MAX` is gone: past
+//! the huge page threshold every commit is a whole huge page, so the step no longer matters there;
+//! its figures are kept in docs/PERFORMANCE.md.)
 //!
 //! Every group takes 10 samples with short measurement times, so the whole file runs in a few
 //! minutes on a 2-core machine; the 10M groups use flat sampling (one iteration per sample),
@@ -7,17 +13,16 @@
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
 use folio_benches::{SplitMix64, SwapRemoveVec, TEN_MILLION, Transform, shuffled_ids};
+use folio_storage::vm::{DEFAULT_RESERVE_BYTES, OsPagesWith};
 use folio_storage::{HandleMap, VirtualPool, VirtualVec};
 
 /// Items in the `handle_map` group.
 const HANDLE_MAP_LEN: usize = 100_000;
-
-/// The commit steps the `commit_step` group compares (`COMMIT_STEP_MAX` is one of them).
-const COMMIT_STEPS: [usize; 4] = [64 << 10, 256 << 10, 1 << 20, 4 << 20];
 
 fn insert_10m(c: &mut Criterion) {
     let mut group = c.benchmark_group("insert_10m");
@@ -35,6 +40,23 @@ fn insert_10m(c: &mut Criterion) {
             v
         })
     });
+    // The default reservation and step on other page sources: huge pages, and `VirtualVec` as it
+    // was before prefaulting.
+    for (name, source) in [
+        ("VirtualVec (huge pages)", OsPagesWith::HUGE),
+        ("VirtualVec (before: not prefaulted)", OsPagesWith::PLAIN),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_with_large_drop(|| {
+                let max_len = DEFAULT_RESERVE_BYTES / size_of::<Transform>();
+                let mut v = VirtualVec::with_source(max_len, Arc::new(source));
+                for i in 0..TEN_MILLION {
+                    v.push(Transform::from_index(i));
+                }
+                v
+            })
+        });
+    }
     group.bench_function("Vec::new", |b| {
         b.iter_with_large_drop(|| {
             let mut v = Vec::new();
@@ -53,38 +75,6 @@ fn insert_10m(c: &mut Criterion) {
             v
         })
     });
-    group.finish();
-}
-
-fn commit_step(c: &mut Criterion) {
-    let mut group = c.benchmark_group("commit_step");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    // The reference, measured in the same group so the steps are compared with it side by side.
-    group.bench_function("Vec::with_capacity", |b| {
-        b.iter_with_large_drop(|| {
-            let mut v = Vec::with_capacity(TEN_MILLION);
-            for i in 0..TEN_MILLION {
-                v.push(Transform::from_index(i));
-            }
-            v
-        })
-    });
-    for step in COMMIT_STEPS {
-        let id = BenchmarkId::new("VirtualVec", format!("{}KiB", step >> 10));
-        group.bench_with_input(id, &step, |b, &step| {
-            b.iter_with_large_drop(|| {
-                let mut v = VirtualVec::with_commit_step(TEN_MILLION, step);
-                for i in 0..TEN_MILLION {
-                    v.push(Transform::from_index(i));
-                }
-                v
-            })
-        });
-    }
     group.finish();
 }
 
@@ -183,5 +173,5 @@ fn handle_map(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(storage, insert_10m, commit_step, remove_10m, handle_map);
+criterion_group!(storage, insert_10m, remove_10m, handle_map);
 criterion_main!(storage);

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
-use crate::vm::{FaultyPages, HeapPages};
+use crate::vm::{FaultyPages, HUGE_PAGES_FROM, HeapPages, OsPagesWith, default_source};
 
 #[test]
 fn push_get_pop_swap_remove() {
@@ -48,12 +48,78 @@ fn addresses_never_change_on_push() {
 fn commit_grows_in_steps_with_bounded_waste() {
     let n: usize = if MIRI { 5000 } else { 3_000_000 };
     let mut v = VirtualVec::new();
+    // Past the huge page threshold commits are whole huge pages (2 MiB) instead.
+    let huge = default_source().huge_page_size().unwrap_or(0);
     for i in 0..n {
         v.push(i as u64);
         let used = v.len() * 8;
         let waste = v.committed_bytes() - used;
-        assert!(waste <= crate::COMMIT_STEP_MAX + 4096, "waste {waste} at {i}");
+        let bound = if v.committed_bytes() > HUGE_PAGES_FROM { huge } else { 0 };
+        assert!(waste <= bound.max(crate::COMMIT_STEP_MAX) + 4096, "waste {waste} at {i}");
     }
+}
+
+#[test]
+fn a_near_empty_array_commits_one_page() {
+    let mut v = VirtualVec::new();
+    v.push(1u8);
+    assert_eq!(v.committed_bytes(), 4096);
+    let mut w = VirtualVec::with_source(1 << 16, Arc::new(HeapPages::new()));
+    w.push(1u8);
+    assert_eq!(w.committed_bytes(), 4096);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "miri cannot mmap, and this fills 24 MB")]
+fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
+    let source: Arc<dyn crate::vm::PageSource> = Arc::new(OsPagesWith::HUGE);
+    let Some(huge) = source.huge_page_size() else { return };
+    let n = 3_000_000usize;
+    let mut v = VirtualVec::with_source(1 << 30, source);
+    v.push(0u64);
+    let first = v.as_ptr();
+    assert!(first.addr().is_multiple_of(huge), "a large reservation starts on a huge page");
+    for i in 1..n {
+        v.push(i as u64);
+        let committed = v.committed_bytes();
+        if committed > HUGE_PAGES_FROM {
+            assert!(committed.is_multiple_of(huge), "{committed} at {i}");
+        }
+    }
+    assert_eq!(v.as_ptr(), first);
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+    // Past the threshold, shrinking keeps the huge page that holds the last element.
+    v.truncate(HUGE_PAGES_FROM / 8 + 1);
+    v.shrink_to_fit().unwrap();
+    assert_eq!(v.committed_bytes(), HUGE_PAGES_FROM + huge);
+    // Below it, whole small pages.
+    v.truncate(10);
+    v.shrink_to_fit().unwrap();
+    assert_eq!(v.committed_bytes(), 4096);
+    assert_eq!(v.as_slice(), &(0..10).collect::<Vec<_>>()[..]);
+    v.extend(10..n as u64);
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "miri cannot mmap, and this fills 24 MB")]
+fn refused_huge_pages_fall_back_silently() {
+    let source = Arc::new(FaultyPages::new(Arc::new(OsPagesWith::HUGE), 0));
+    source.refuse_huge_pages(true);
+    let mut v = VirtualVec::with_source(1 << 30, source.clone());
+    for i in 0..3_000_000u64 {
+        v.push(i);
+    }
+    assert!(v.committed_bytes() - v.len() * 8 <= crate::COMMIT_STEP_MAX);
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+    // One refused advice at most (none if the OS has no huge pages at all), never asked again.
+    assert!(source.huge_page_advice() <= 1);
+    let mut w = VirtualVec::with_source(1 << 30, Arc::new(OsPagesWith::DEFAULT));
+    for i in 0..3_000_000u64 {
+        w.push(i);
+    }
+    assert_eq!(w.committed_bytes() % (1 << 20), 0, "1 MiB steps, as without huge pages");
+    assert_eq!(w[2_999_999], 2_999_999);
 }
 
 #[test]
