@@ -760,3 +760,57 @@ fn a_state_refuses_a_world_it_was_not_built_for() {
     assert_eq!(q.iter(&world).count(), 1);
     assert_eq!(q.get(&world, e).unwrap(), (&A(1), &S(1)));
 }
+
+/// A component nobody registered is simply absent: `Option` yields `None`, `Without` passes,
+/// and an `Or` alternative naming it fails without failing the others.
+#[test]
+fn unregistered_components_in_optional_and_or_terms() {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Never(u32);
+    let mut world = new_world();
+    let a = world.spawn((A(1),));
+    let s = world.spawn((S(2),));
+    let mut opt = world.query::<(Entity, Option<&Never>, Option<&mut Late>)>();
+    assert_eq!(
+        sorted(opt.iter(&world).map(|(e, n, l)| (e, n.is_some() || l.is_some())).collect()),
+        sorted(vec![(a, false), (s, false)])
+    );
+    let mut or = world.query_filtered::<Entity, Or<(With<Never>, With<A>)>>();
+    assert_eq!(or.iter(&world).collect::<Vec<_>>(), [a]);
+    assert_eq!(or.count(&world), 1);
+    let mut or_sparse = world.query_filtered::<Entity, Or<(Changed<Never>, With<S>)>>();
+    assert_eq!(or_sparse.iter(&world).collect::<Vec<_>>(), [s]);
+    let mut without = world.query_filtered::<Entity, Without<Never>>();
+    assert_eq!(without.count(&world), 2);
+    let mut required = world.query_filtered::<Entity, (With<A>, Added<Never>)>();
+    assert!(required.is_empty(&world));
+    assert_eq!(required.iter(&world).size_hint(), (0, Some(0)));
+}
+
+/// `World::clear` keeps archetypes and tables: states keep working, and what is spawned
+/// afterwards is added anew.
+#[test]
+fn states_survive_world_clear() {
+    let mut world = new_world();
+    let mut q = world.query::<(Entity, &mut A, Option<&S>)>();
+    let mut added = world.query_filtered::<Entity, Added<A>>();
+    let mut sparse = world.query::<(Entity, &S)>();
+    for i in 0..10 {
+        let e = world.spawn((A(i),));
+        if i % 2 == 0 {
+            world.insert(e, (S(i),)).unwrap();
+        }
+    }
+    assert_eq!(q.iter_mut(&mut world).count(), 10);
+    assert_eq!(added.iter(&world).count(), 10);
+    assert_eq!(sparse.iter(&world).count(), 5);
+    world.clear();
+    assert_eq!(q.iter_mut(&mut world).count(), 0);
+    assert_eq!(sparse.iter(&world).count(), 0);
+    assert_eq!(q.count(&world), 0);
+    let e = world.spawn((A(7), S(7)));
+    assert_eq!(added.iter(&world).collect::<Vec<_>>(), [e]);
+    assert_eq!(sparse.single(&world).unwrap(), (e, &S(7)));
+    assert_eq!(q.single_mut(&mut world).unwrap().1.0, 7);
+    world.check_invariants();
+}
