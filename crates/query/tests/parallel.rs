@@ -35,7 +35,7 @@ fn build() -> (World, Vec<Ent>) {
     let mut world = World::new();
     world.register_component::<S>(StorageType::SparseSet).unwrap();
     let sizes: &[usize] = if cfg!(miri) {
-        &[1, 3, 9, 2, 17, 5]
+        &[1, 3, 6, 2]
     } else {
         &[1, 2, 3, 63, 64, 65, 127, 300, 1000, 5, 4097, 0, 31, 700, 1, 129]
     };
