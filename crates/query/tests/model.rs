@@ -397,7 +397,7 @@ proptest! {
 
     #[test]
     fn queries_match_a_hashmap_model(
-        ops in proptest::collection::vec(op(), if cfg!(miri) { 30 } else { 200 })
+        ops in proptest::collection::vec(op(), if cfg!(miri) { 12 } else { 200 })
     ) {
         let mut h = Harness::new();
         for op in &ops {
