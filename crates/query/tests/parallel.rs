@@ -98,7 +98,8 @@ fn check_visits(visits: &[AtomicU32], ents: &[Ent], want: impl Fn(&Ent) -> bool,
         assert_eq!(got, u32::from(want(ent)), "{what}: visits of {}", ent.e);
         n += got;
     }
-    assert!(n > 0, "{what}: nothing matched");
+    // (A change filter may rightly match nothing in the small worlds used under miri.)
+    assert!(n > 0 || (cfg!(miri) && what.starts_with("Changed")), "{what}: nothing matched");
     assert!(visits.iter().all(|v| v.load(Ordering::Relaxed) == 0), "{what}: stray visits");
 }
 
