@@ -1,5 +1,11 @@
 //! `par_iter` and `par_iter_mut`: every matched entity is visited exactly once, whatever the
 //! pool size, batch size and iteration mode, on a world of many tables of uneven sizes.
+//!
+//! Under miri these need `MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-ignore-leaks
+//! -Zmiri-disable-isolation"`: rayon's crossbeam-epoch casts integers to pointers (so no
+//! `-Zmiri-strict-provenance`), breaks Stacked Borrows in its intrusive list (crossbeam issue
+//! 545; it is clean under Tree Borrows), and its pool threads' thread-locals outlive the test.
+//! Run the rest of the crate with `-- --skip par_` under the stricter flags.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
