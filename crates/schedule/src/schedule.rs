@@ -21,13 +21,15 @@
 //! the commands of the systems that completed are applied, the panicking system's commands are
 //! thrown away, and [`Schedule::run`] returns [`ScheduleError::SystemPanicked`]. The world stays
 //! consistent: a running system can only write component values and resources, never structure.
+//! Which of the other systems ran before the panic stopped the launches depends on timing, so
+//! after a panic (only then) the world can differ between thread counts.
 //!
 //! # Safety model
 //! During a segment every running system holds a shared `&World` and writes only what its
 //! [`SystemAccess`] declares; the DAG orders every conflicting pair, so two systems that run at
 //! the same time never touch the same data mutably. Each system's state lives in a
-//! [`NodeCell`], which exactly one task uses per run (a node is launched once, when its last
-//! predecessor finishes).
+//! [`NodeCell`], which exactly one worker uses per run (a node is claimed once: as a root of its
+//! segment, or by the worker that saw its last predecessor finish).
 
 use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
@@ -63,7 +65,7 @@ struct NodeCell(UnsafeCell<Node>);
 
 // SAFETY: `Node` is `Send` and `Sync` (systems and conditions are `Send + Sync`, the rest is
 // plain data), so sharing `&Node` (`Schedule::node`, outside a run) is fine; and during a run
-// the executor hands each cell to one task (see the module's safety model), so no two threads
+// the executor hands each cell to one worker (see the module's safety model), so no two threads
 // use one cell's `&mut Node` at once.
 unsafe impl Sync for NodeCell {}
 
@@ -448,28 +450,28 @@ impl Schedule {
         tick: impl Fn(usize) -> u32 + Sync,
     ) -> Option<(usize, String)> {
         let world = &*world;
-        for &i in nodes {
-            let node = self.nodes[i].0.get_mut();
+        let cells = &self.nodes;
+        let run_node = |k: usize| -> Result<(), String> {
+            let i = nodes[k];
+            // SAFETY: node `i` is taken once per run, by the one worker that claimed it (see
+            // `Workers`), so this is the only access to the cell.
+            let node = unsafe { &mut *cells[i].0.get() };
+            // Refreshing a query's matches reads only the world's archetypes, which no system
+            // of a parallel segment can change.
             node.system.update(world);
             for condition in &mut node.conditions {
                 condition.update(world);
             }
-        }
-        let cells = &self.nodes;
-        let run_node = |k: usize| -> Result<(), String> {
-            let i = nodes[k];
-            // SAFETY: node `i` is launched once per run, by the one task that saw its last
-            // predecessor finish (or as a root), so this is the only access to the cell.
-            let node = unsafe { &mut *cells[i].0.get() };
             if !allowed[i] {
                 return Ok(());
             }
-            // SAFETY: the system and its conditions were initialized and updated for `world`;
-            // the DAG keeps every system whose access conflicts with this node's from running
-            // now.
+            // SAFETY: the system and its conditions were initialized and just updated for
+            // `world`; the DAG keeps every system whose access conflicts with this node's from
+            // running now.
             unsafe { run_node_shared(node, world, tick(i)) }
         };
-        if rayon::current_num_threads() <= 1 || nodes.len() == 1 {
+        let threads = rayon::current_num_threads();
+        if threads <= 1 || nodes.len() == 1 {
             // In topological order on this thread: no task overhead.
             for (k, &i) in nodes.iter().enumerate() {
                 if let Err(message) = run_node(k) {
@@ -479,49 +481,100 @@ impl Schedule {
             return None;
         }
         let pending: Vec<AtomicUsize> = predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
-        let launcher = Launcher {
+        let roots: Vec<usize> = (0..nodes.len()).filter(|&k| predecessors[k] == 0).collect();
+        let workers = Workers {
             run_node: &run_node,
             pending: &pending,
             successors,
             nodes,
+            roots: &roots,
+            next_root: AtomicUsize::new(0),
+            ready: Mutex::new(Vec::new()),
+            // The calling thread works too; it counts as one.
+            active: AtomicUsize::new(1),
+            // Outside the pool, the caller is one more thread beside the pool's.
+            max_workers: if rayon::current_thread_index().is_some() {
+                threads
+            } else {
+                threads + 1
+            }
+            .min(nodes.len()),
             abort: AtomicBool::new(false),
             failure: Mutex::new(None),
         };
-        rayon::scope(|scope| {
-            for (k, &p) in predecessors.iter().enumerate() {
-                if p == 0 {
-                    launcher.launch(scope, k);
-                }
-            }
+        rayon::in_place_scope(|scope| {
+            workers.wake(scope, roots.len());
+            workers.work(scope);
         });
-        let ranked = launcher.failure;
+        let ranked = workers.failure;
         ranked.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(_, i, m)| (i, m))
     }
 }
 
-/// What the tasks of one parallel segment share.
-struct Launcher<'a> {
+/// What the workers of one parallel segment share.
+///
+/// A worker claims a ready node (first the segment's roots, in order, through an atomic
+/// cursor; then nodes made ready by a finishing predecessor, from `ready`), runs it, and makes
+/// ready each successor it was the last predecessor of. A worker stops when nothing is ready;
+/// a worker that makes nodes ready keeps going, so every ready node is claimed by someone, and
+/// wakes more workers (up to the thread count) when there is more ready work than itself. So a
+/// run costs a few task spawns per segment instead of one per system, and systems still run
+/// in parallel as soon as their predecessors are done.
+struct Workers<'a> {
     run_node: &'a (dyn Fn(usize) -> Result<(), String> + Sync),
     /// Per segment node: predecessors not finished yet.
     pending: &'a [AtomicUsize],
     successors: &'a [Vec<usize>],
     nodes: &'a [usize],
+    /// The segment nodes with no predecessor in it, in topological order.
+    roots: &'a [usize],
+    /// The next root to claim.
+    next_root: AtomicUsize,
+    /// Nodes made ready during the run, not claimed yet.
+    ready: Mutex<Vec<usize>>,
+    /// Workers running (approximate: used only to decide whether to wake another).
+    active: AtomicUsize,
+    max_workers: usize,
     /// Set by the first panic: no further node starts.
     abort: AtomicBool,
     /// The panic earliest in the topological order: `(segment position, node, message)`.
     failure: Mutex<Option<(usize, usize, String)>>,
 }
 
-impl<'a> Launcher<'a> {
-    /// Runs segment node `k` as a task, then launches each successor it was the last
-    /// predecessor of.
-    fn launch<'scope>(&'scope self, scope: &rayon::Scope<'scope>, k: usize)
+impl<'a> Workers<'a> {
+    /// Spawns workers for `available` ready nodes beyond the one the caller takes.
+    fn wake<'scope>(&'scope self, scope: &rayon::Scope<'scope>, available: usize)
     where
         'a: 'scope,
     {
-        scope.spawn(move |scope| {
-            if self.abort.load(Ordering::Acquire) {
+        for _ in 1..available {
+            if self.active.load(Ordering::Relaxed) >= self.max_workers {
                 return;
+            }
+            self.active.fetch_add(1, Ordering::Relaxed);
+            scope.spawn(move |scope| self.work(scope));
+        }
+    }
+
+    /// The next ready node, if any.
+    fn claim(&self) -> Option<usize> {
+        if self.next_root.load(Ordering::Relaxed) < self.roots.len() {
+            let r = self.next_root.fetch_add(1, Ordering::Relaxed);
+            if let Some(&k) = self.roots.get(r) {
+                return Some(k);
+            }
+        }
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    /// Runs ready nodes until none is left.
+    fn work<'scope>(&'scope self, scope: &rayon::Scope<'scope>)
+    where
+        'a: 'scope,
+    {
+        while let Some(k) = self.claim() {
+            if self.abort.load(Ordering::Acquire) {
+                break;
             }
             if let Err(message) = (self.run_node)(k) {
                 self.abort.store(true, Ordering::Release);
@@ -529,14 +582,18 @@ impl<'a> Launcher<'a> {
                 if slot.as_ref().is_none_or(|(first, _, _)| k < *first) {
                     *slot = Some((k, self.nodes[k], message));
                 }
-                return;
+                break;
             }
+            let mut made_ready = 0;
             for &s in &self.successors[k] {
                 if self.pending[s].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    self.launch(scope, s);
+                    self.ready.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                    made_ready += 1;
                 }
             }
-        });
+            self.wake(scope, made_ready);
+        }
+        self.active.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
