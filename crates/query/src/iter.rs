@@ -28,7 +28,9 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     data: D::Fetch<'w>,
     filter: F::Fetch<'w>,
     cursor: Cursor<'w, 's>,
-    /// Matched entities not yet visited (exact when the filter is archetypal).
+    /// Matched entities not yet visited (exact when the filter is archetypal), not counting
+    /// the rest of the current table or archetype in `Tables` and `Archetypes` modes (those
+    /// are `len - row`, so the per-row path does not have to keep this count).
     remaining: usize,
 }
 
@@ -77,17 +79,17 @@ pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Enti
         .map_or(&[], |set| set.entities())
 }
 
-impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
-    type Item = D::Item<'w>;
-
-    #[inline]
-    fn next(&mut self) -> Option<D::Item<'w>> {
+impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
+    /// Everything `next` does besides handing out the next row of the current table: entering
+    /// the next table, and the `Archetypes` and `Sparse` modes. Kept out of line so that the
+    /// per-row path of `next` stays small enough to inline into the caller's loop.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<D::Item<'w>> {
         match &mut self.cursor {
             Cursor::Tables { ids, row, len } => loop {
                 if *row < *len {
                     let r = *row;
                     *row += 1;
-                    self.remaining -= 1;
                     // SAFETY: `set_table` was called for this table and `r < len`; each row is
                     // visited once.
                     unsafe {
@@ -105,11 +107,11 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
                 }
                 *row = 0;
                 *len = table.len();
+                self.remaining -= *len;
             },
             Cursor::Archetypes { ids, entities, row } => loop {
                 if let Some(ae) = entities.get(*row) {
                     *row += 1;
-                    self.remaining -= 1;
                     let table_row = ae.table_row as usize;
                     // SAFETY: `set_archetype` was called for the entity's archetype, where it
                     // lives at `table_row`; each entity is visited once.
@@ -131,6 +133,7 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
                 }
                 *entities = archetype.entities();
                 *row = 0;
+                self.remaining -= entities.len();
             },
             Cursor::Sparse { entities, row, current } => loop {
                 let &entity = entities.get(*row)?;
@@ -161,11 +164,37 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             },
         }
     }
+}
+
+impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
+    type Item = D::Item<'w>;
+
+    /// The next row of the current table in `Tables` mode: a compare, an increment and the
+    /// fetch, inlined into the caller; everything else in [`Self::next_slow`].
+    #[inline(always)]
+    fn next(&mut self) -> Option<D::Item<'w>> {
+        match &mut self.cursor {
+            Cursor::Tables { row, len, .. } if F::IS_ARCHETYPAL && *row < *len => {
+                let r = *row;
+                *row += 1;
+                // SAFETY: `set_table` was called for this table and `r < len`; each row is
+                // visited once.
+                Some(unsafe { D::fetch_table(&mut self.data, r) })
+            }
+            _ => self.next_slow(),
+        }
+    }
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let lower = if F::IS_ARCHETYPAL { self.remaining } else { 0 };
-        (lower, Some(self.remaining))
+        let remaining = self.remaining
+            + match &self.cursor {
+                Cursor::Tables { row, len, .. } => len - row,
+                Cursor::Archetypes { entities, row, .. } => entities.len() - row,
+                Cursor::Sparse { .. } => 0,
+            };
+        let lower = if F::IS_ARCHETYPAL { remaining } else { 0 };
+        (lower, Some(remaining))
     }
 
     /// Internal iteration: in `Tables` mode a tight loop per table.
@@ -184,12 +213,17 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
         let mut acc = init;
         let (mut start, mut end) = (*row, *len);
         loop {
+            // Copies that never have their address taken, so the optimiser keeps the column
+            // pointers in registers: `self.data` escapes into the out-of-line `set_table`, and
+            // reading it per row would reload it after every write made through an item (and
+            // keep the loop from being vectorised).
+            let (mut data, mut filter) = (self.data.clone(), self.filter.clone());
             for r in start..end {
-                // SAFETY: as in `next`: the fetches are set to this table, `r < len`, and each
-                // row is visited once.
+                // SAFETY: as in `next`: the fetches (copies of the ones set to this table) point
+                // at this table, `r < len`, and each row is visited once.
                 unsafe {
-                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut self.filter, r) {
-                        acc = g(acc, D::fetch_table(&mut self.data, r));
+                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                        acc = g(acc, D::fetch_table(&mut data, r));
                     }
                 }
             }
