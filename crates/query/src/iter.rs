@@ -28,9 +28,8 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     data: D::Fetch<'w>,
     filter: F::Fetch<'w>,
     cursor: Cursor<'w, 's>,
-    /// Matched entities not yet visited (exact when the filter is archetypal), not counting
-    /// the rest of the current table or archetype in `Tables` and `Archetypes` modes (those
-    /// are `len - row`, so the per-row path does not have to keep this count).
+    /// `Sparse` mode: matched entities not yet visited (exact when the filter is archetypal).
+    /// Unused in the other modes, whose size hint is computed from the cursor.
     remaining: usize,
 }
 
@@ -64,7 +63,12 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
                 Cursor::Sparse { entities, row: 0, current: None }
             }
         };
-        let remaining = if matches.none { 0 } else { matches.entity_count(world) };
+        // Only `Sparse` mode counts down per entity; the others compute their size hint from
+        // the tables or archetypes not yet entered, so a run that never asks pays nothing.
+        let remaining = match matches.mode {
+            IterMode::Sparse if !matches.none => matches.entity_count(world),
+            _ => 0,
+        };
         Self { world, data_state, filter_state, matches, data, filter, cursor, remaining }
     }
 }
@@ -107,7 +111,6 @@ impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
                 }
                 *row = 0;
                 *len = table.len();
-                self.remaining -= *len;
             },
             Cursor::Archetypes { ids, entities, row } => loop {
                 if let Some(ae) = entities.get(*row) {
@@ -133,7 +136,6 @@ impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
                 }
                 *entities = archetype.entities();
                 *row = 0;
-                self.remaining -= entities.len();
             },
             Cursor::Sparse { entities, row, current } => loop {
                 let &entity = entities.get(*row)?;
@@ -187,12 +189,18 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let remaining = self.remaining
-            + match &self.cursor {
-                Cursor::Tables { row, len, .. } => len - row,
-                Cursor::Archetypes { entities, row, .. } => entities.len() - row,
-                Cursor::Sparse { .. } => 0,
-            };
+        let remaining = match &self.cursor {
+            Cursor::Tables { ids, row, len } => {
+                let tables = self.world.tables();
+                len - row + ids.as_slice().iter().map(|t| tables[t.index()].len()).sum::<usize>()
+            }
+            Cursor::Archetypes { ids, entities, row } => {
+                let archetypes = self.world.archetypes();
+                entities.len() - row
+                    + ids.as_slice().iter().map(|a| archetypes[a.index()].len()).sum::<usize>()
+            }
+            Cursor::Sparse { .. } => self.remaining,
+        };
         let lower = if F::IS_ARCHETYPAL { remaining } else { 0 };
         (lower, Some(remaining))
     }
@@ -242,3 +250,32 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
 impl<D: QueryData, F: ArchetypeFilter> ExactSizeIterator for QueryIter<'_, '_, D, F> {}
 
 impl<D: QueryData, F: QueryFilter> std::iter::FusedIterator for QueryIter<'_, '_, D, F> {}
+
+#[cfg(test)]
+mod tests {
+    use folio_archetype::World;
+
+    use crate::WorldQueryExt;
+
+    struct A;
+    struct B;
+
+    #[test]
+    fn len_counts_down_across_tables() {
+        let mut world = World::new();
+        for _ in 0..3 {
+            world.spawn((A,));
+        }
+        for _ in 0..2 {
+            world.spawn((A, B));
+        }
+        let mut query = world.query::<&A>();
+        let mut iter = query.iter(&world);
+        for left in (1..=5).rev() {
+            assert_eq!(iter.len(), left);
+            assert!(iter.next().is_some());
+        }
+        assert_eq!(iter.len(), 0);
+        assert!(iter.next().is_none());
+    }
+}
