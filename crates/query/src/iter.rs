@@ -28,7 +28,8 @@ pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     data: D::Fetch<'w>,
     filter: F::Fetch<'w>,
     cursor: Cursor<'w, 's>,
-    /// Matched entities not yet visited (exact when the filter is archetypal).
+    /// `Sparse` mode: matched entities not yet visited (exact when the filter is archetypal).
+    /// Unused in the other modes, whose size hint is computed from the cursor.
     remaining: usize,
 }
 
@@ -62,7 +63,12 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
                 Cursor::Sparse { entities, row: 0, current: None }
             }
         };
-        let remaining = if matches.none { 0 } else { matches.entity_count(world) };
+        // Only `Sparse` mode counts down per entity; the others compute their size hint from
+        // the tables or archetypes not yet entered, so a run that never asks pays nothing.
+        let remaining = match matches.mode {
+            IterMode::Sparse if !matches.none => matches.entity_count(world),
+            _ => 0,
+        };
         Self { world, data_state, filter_state, matches, data, filter, cursor, remaining }
     }
 }
@@ -77,17 +83,17 @@ pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Enti
         .map_or(&[], |set| set.entities())
 }
 
-impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
-    type Item = D::Item<'w>;
-
-    #[inline]
-    fn next(&mut self) -> Option<D::Item<'w>> {
+impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
+    /// Everything `next` does besides handing out the next row of the current table: entering
+    /// the next table, and the `Archetypes` and `Sparse` modes. Kept out of line so that the
+    /// per-row path of `next` stays small enough to inline into the caller's loop.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<D::Item<'w>> {
         match &mut self.cursor {
             Cursor::Tables { ids, row, len } => loop {
                 if *row < *len {
                     let r = *row;
                     *row += 1;
-                    self.remaining -= 1;
                     // SAFETY: `set_table` was called for this table and `r < len`; each row is
                     // visited once.
                     unsafe {
@@ -109,7 +115,6 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             Cursor::Archetypes { ids, entities, row } => loop {
                 if let Some(ae) = entities.get(*row) {
                     *row += 1;
-                    self.remaining -= 1;
                     let table_row = ae.table_row as usize;
                     // SAFETY: `set_archetype` was called for the entity's archetype, where it
                     // lives at `table_row`; each entity is visited once.
@@ -161,11 +166,43 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             },
         }
     }
+}
+
+impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
+    type Item = D::Item<'w>;
+
+    /// The next row of the current table in `Tables` mode: a compare, an increment and the
+    /// fetch, inlined into the caller; everything else in [`Self::next_slow`].
+    #[inline(always)]
+    fn next(&mut self) -> Option<D::Item<'w>> {
+        match &mut self.cursor {
+            Cursor::Tables { row, len, .. } if F::IS_ARCHETYPAL && *row < *len => {
+                let r = *row;
+                *row += 1;
+                // SAFETY: `set_table` was called for this table and `r < len`; each row is
+                // visited once.
+                Some(unsafe { D::fetch_table(&mut self.data, r) })
+            }
+            _ => self.next_slow(),
+        }
+    }
 
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let lower = if F::IS_ARCHETYPAL { self.remaining } else { 0 };
-        (lower, Some(self.remaining))
+        let remaining = match &self.cursor {
+            Cursor::Tables { ids, row, len } => {
+                let tables = self.world.tables();
+                len - row + ids.as_slice().iter().map(|t| tables[t.index()].len()).sum::<usize>()
+            }
+            Cursor::Archetypes { ids, entities, row } => {
+                let archetypes = self.world.archetypes();
+                entities.len() - row
+                    + ids.as_slice().iter().map(|a| archetypes[a.index()].len()).sum::<usize>()
+            }
+            Cursor::Sparse { .. } => self.remaining,
+        };
+        let lower = if F::IS_ARCHETYPAL { remaining } else { 0 };
+        (lower, Some(remaining))
     }
 
     /// Internal iteration: in `Tables` mode a tight loop per table.
@@ -184,12 +221,17 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
         let mut acc = init;
         let (mut start, mut end) = (*row, *len);
         loop {
+            // Copies that never have their address taken, so the optimiser keeps the column
+            // pointers in registers: `self.data` escapes into the out-of-line `set_table`, and
+            // reading it per row would reload it after every write made through an item (and
+            // keep the loop from being vectorised).
+            let (mut data, mut filter) = (self.data.clone(), self.filter.clone());
             for r in start..end {
-                // SAFETY: as in `next`: the fetches are set to this table, `r < len`, and each
-                // row is visited once.
+                // SAFETY: as in `next`: the fetches (copies of the ones set to this table) point
+                // at this table, `r < len`, and each row is visited once.
                 unsafe {
-                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut self.filter, r) {
-                        acc = g(acc, D::fetch_table(&mut self.data, r));
+                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                        acc = g(acc, D::fetch_table(&mut data, r));
                     }
                 }
             }
@@ -208,3 +250,32 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
 impl<D: QueryData, F: ArchetypeFilter> ExactSizeIterator for QueryIter<'_, '_, D, F> {}
 
 impl<D: QueryData, F: QueryFilter> std::iter::FusedIterator for QueryIter<'_, '_, D, F> {}
+
+#[cfg(test)]
+mod tests {
+    use folio_archetype::World;
+
+    use crate::WorldQueryExt;
+
+    struct A;
+    struct B;
+
+    #[test]
+    fn len_counts_down_across_tables() {
+        let mut world = World::new();
+        for _ in 0..3 {
+            world.spawn((A,));
+        }
+        for _ in 0..2 {
+            world.spawn((A, B));
+        }
+        let mut query = world.query::<&A>();
+        let mut iter = query.iter(&world);
+        for left in (1..=5).rev() {
+            assert_eq!(iter.len(), left);
+            assert!(iter.next().is_some());
+        }
+        assert_eq!(iter.len(), 0);
+        assert!(iter.next().is_none());
+    }
+}

@@ -142,6 +142,9 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_table(&mut data, self.data_state, table);
                     F::set_table(&mut filter, self.filter_state, table);
+                    // Fresh copies whose address is never taken, so the column pointers stay in
+                    // registers across the writes made through items (see `QueryIter::fold`).
+                    let (mut data, mut filter) = (data.clone(), filter.clone());
                     for r in start..end {
                         if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
                             f(D::fetch_table(&mut data, r));
