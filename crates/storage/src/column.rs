@@ -161,6 +161,19 @@ impl Column {
         unsafe { std::ptr::copy_nonoverlapping(src, self.row_ptr(row), size) }
     }
 
+    /// Sets the number of items, for a caller that wrote (or moved out) the items in between
+    /// through [`Column::get_unchecked`].
+    ///
+    /// # Safety
+    /// - `len <= capacity()`.
+    /// - Items `[0, len)` are initialised values of the column's type; items in
+    ///   `[len, old len)` were moved out or dropped by the caller (the column forgets them).
+    #[inline]
+    pub unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= self.capacity());
+        self.len = len;
+    }
+
     /// Drops the item at `row` and writes the value at `src` in its place.
     ///
     /// # Safety
