@@ -70,7 +70,11 @@ impl Column {
         max_bytes: usize,
         source: Arc<dyn PageSource>,
     ) -> Self {
-        Self { buf: RawBuf::new(layout, SMALL_COLUMN_BYTES, max_bytes, source), len: 0, drop }
+        Self {
+            buf: RawBuf::new_column(layout, SMALL_COLUMN_BYTES, max_bytes, source),
+            len: 0,
+            drop,
+        }
     }
 
     /// The layout of one item (its size is a multiple of its alignment).
