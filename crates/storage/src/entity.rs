@@ -6,9 +6,11 @@
 //! kept elsewhere is detected as stale from then on.
 //!
 //! # Layout
-//! [`Entities`] keeps one `EntityMeta` per index ever used, in a [`VirtualVec`]: the slot's
-//! generation, an explicit `alive` flag and the entity's [`EntityLocation`]. The metas never move,
-//! so growing the entity count never copies the table. The location is opaque here: the archetype
+//! [`Entities`] keeps one `EntityMeta` per index ever used, in a [`Column`]: the slot's
+//! generation, an explicit `alive` flag and the entity's [`EntityLocation`]. Past the column's
+//! small heap phase the metas never move, so growing the entity count never copies the table;
+//! as a column, the metas also get a coloured, reusable reservation (see `raw.rs`), so a fresh
+//! world reuses warm pages. The location is opaque here: the archetype
 //! layer writes it (through [`Entities::set_location`] or the `init` callback of
 //! [`Entities::flush`]) and reads it back. The `alive` flag makes [`Entities::is_alive`] exact: a
 //! freed entity, a never-allocated one, and one fabricated with [`Entity::from_bits`] from the
@@ -50,8 +52,9 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::column::Column;
 use crate::error::StorageError;
-use crate::virtual_vec::VirtualVec;
+use crate::vm::{DEFAULT_RESERVE_BYTES, default_source};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
 ///
@@ -157,7 +160,7 @@ struct EntityMeta {
 ///   [`Self::clear`] panic while reservations are pending: flush reserved entities first.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
-    metas: VirtualVec<EntityMeta>,
+    metas: Metas,
     /// Free, non-retired indices, oldest first; each `metas[i]` has `alive == false`. Taken from
     /// the front, pushed at the back (FIFO).
     free: VecDeque<u32>,
@@ -177,16 +180,17 @@ impl Entities {
     /// An empty allocator with the default reservation for its metas
     /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES), 24 bytes per index).
     pub fn new() -> Self {
-        Self::from_metas(VirtualVec::new(), u32::MAX)
+        Self::from_metas(Metas::with_max_bytes(DEFAULT_RESERVE_BYTES), u32::MAX)
     }
 
     /// An empty allocator that hands out at most `max_entities` indices (and reserves address
     /// space for just that many metas).
     pub fn with_max_entities(max_entities: u32) -> Self {
-        Self::from_metas(VirtualVec::with_max_capacity(max_entities as usize), max_entities)
+        let bytes = (max_entities as usize).saturating_mul(size_of::<EntityMeta>());
+        Self::from_metas(Metas::with_max_bytes(bytes), max_entities)
     }
 
-    fn from_metas(metas: VirtualVec<EntityMeta>, max_entities: u32) -> Self {
+    fn from_metas(metas: Metas, max_entities: u32) -> Self {
         let max_len = metas.max_capacity().min(max_entities as usize).min(u32::MAX as usize);
         Self { metas, free: VecDeque::new(), reserved: AtomicUsize::new(0), len: 0, max_len }
     }
@@ -263,7 +267,7 @@ impl Entities {
             });
         }
         let meta = EntityMeta { generation: NonZeroU32::MIN, alive: true, location };
-        self.metas.try_push(meta).map_err(|e| e.error)?;
+        self.metas.try_push(meta)?;
         self.len += 1;
         // `index < max_len <= u32::MAX`.
         Ok(Entity { index: index as u32, generation: NonZeroU32::MIN })
@@ -481,6 +485,97 @@ impl Entities {
         assert!(self.is_alive(entity));
         self.metas[entity.index as usize].generation = generation;
         Entity { index: entity.index, generation }
+    }
+}
+
+/// The metas: a `Column` of `EntityMeta`s with a typed face.
+struct Metas {
+    /// Holds `EntityMeta`s only (made with their layout; `EntityMeta` needs no drop).
+    column: Column,
+    /// The most metas the column can hold.
+    max_len: usize,
+}
+
+impl Metas {
+    fn with_max_bytes(max_bytes: usize) -> Self {
+        // SAFETY: the layout is `EntityMeta`'s, which is `Copy` (no drop) and `Send + Sync`.
+        let column = unsafe {
+            Column::with_source(
+                std::alloc::Layout::new::<EntityMeta>(),
+                None,
+                max_bytes,
+                default_source(),
+            )
+        };
+        Self { column, max_len: max_bytes / size_of::<EntityMeta>() }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.column.len()
+    }
+
+    fn max_capacity(&self) -> usize {
+        self.max_len
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[EntityMeta] {
+        // SAFETY: the column holds `EntityMeta`s.
+        unsafe { self.column.as_slice() }
+    }
+
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [EntityMeta] {
+        // SAFETY: the column holds `EntityMeta`s.
+        unsafe { self.column.as_mut_slice() }
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> Option<&EntityMeta> {
+        self.as_slice().get(index)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, index: usize) -> Option<&mut EntityMeta> {
+        self.as_mut_slice().get_mut(index)
+    }
+
+    fn iter_mut(&mut self) -> std::slice::IterMut<'_, EntityMeta> {
+        self.as_mut_slice().iter_mut()
+    }
+
+    fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
+        self.column.try_reserve(additional)
+    }
+
+    #[inline]
+    fn try_push(&mut self, meta: EntityMeta) -> Result<(), StorageError> {
+        // SAFETY: `meta` is an `EntityMeta` on the stack, outside the column; it is `Copy`, so
+        // treating it as moved needs nothing.
+        unsafe { self.column.try_push((&meta as *const EntityMeta).cast()) }
+    }
+
+    fn push(&mut self, meta: EntityMeta) {
+        if let Err(e) = self.try_push(meta) {
+            panic!("Entities: cannot store another entity: {e}");
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Metas {
+    type Output = EntityMeta;
+
+    #[inline]
+    fn index(&self, index: usize) -> &EntityMeta {
+        &self.as_slice()[index]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Metas {
+    #[inline]
+    fn index_mut(&mut self, index: usize) -> &mut EntityMeta {
+        &mut self.as_mut_slice()[index]
     }
 }
 
