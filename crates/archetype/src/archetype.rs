@@ -147,6 +147,12 @@ impl Archetype {
         self.entities.is_empty()
     }
 
+    /// Starts loading archetype row `row` into the cache (a hint; `row` is unchecked).
+    #[inline]
+    pub(crate) fn prefetch(&self, row: u32) {
+        folio_storage::prefetch(self.entities.as_ptr().wrapping_add(row as usize));
+    }
+
     /// Makes room for `additional` more entities.
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.entities.reserve(additional);

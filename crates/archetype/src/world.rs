@@ -571,6 +571,14 @@ impl World {
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         self.flush();
         let loc = self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        // A despawn at a random row misses the cache in every column, the archetype's list and
+        // the moved entity's meta; start all those loads now so they overlap.
+        let table = &self.tables[loc.table_id as usize];
+        table.prefetch_row(loc.table_row as usize);
+        if let Some(&last) = table.entities().last() {
+            self.entities.prefetch(last);
+        }
+        self.archetypes[loc.archetype_id as usize].prefetch(loc.archetype_row);
         unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
         let table = &mut self.tables[loc.table_id as usize];
         if let Some(&moved) = table.entities().last().filter(|&&m| m != entity) {

@@ -349,6 +349,12 @@ impl Entities {
         self.meta(entity).map(|meta| meta.location)
     }
 
+    /// Starts loading `entity`'s meta into the cache (a hint; nothing is checked).
+    #[inline]
+    pub fn prefetch(&self, entity: Entity) {
+        self.metas.column.prefetch_row(entity.index as usize);
+    }
+
     /// Sets where `entity` lives.
     ///
     /// # Panics
