@@ -117,7 +117,7 @@ macro_rules! tuple_bundle {
             }
 
             #[allow(non_snake_case, unused_assignments)]
-            #[inline]
+            #[inline(always)]
             unsafe fn write_components(self, dst: &mut impl FnMut(usize) -> *mut u8) {
                 let ($($name,)+) = self;
                 let mut i = 0;

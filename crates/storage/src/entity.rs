@@ -557,9 +557,17 @@ impl Metas {
 
     #[inline]
     fn try_push(&mut self, meta: EntityMeta) -> Result<(), StorageError> {
-        // SAFETY: `meta` is an `EntityMeta` on the stack, outside the column; it is `Copy`, so
-        // treating it as moved needs nothing.
-        unsafe { self.column.try_push((&meta as *const EntityMeta).cast()) }
+        self.column.try_reserve(1)?;
+        let len = self.column.len();
+        // SAFETY:
+        // - `len < capacity` after `try_reserve(1)`, so the slot is inside the buffer, aligned
+        //   for `EntityMeta` (the column's type); a typed write, not a `memcpy` call.
+        // - then `[0, len + 1)` holds initialised metas.
+        unsafe {
+            self.column.get_unchecked(len).cast::<EntityMeta>().as_ptr().write(meta);
+            self.column.set_len(len + 1);
+        }
+        Ok(())
     }
 
     fn push(&mut self, meta: EntityMeta) {
