@@ -6,12 +6,11 @@
 //! removing a sparse-set component moves no table data.
 //!
 //! Each archetype caches **graph edges**: "insert bundle B → archetype" and "remove bundle B →
-//! archetype", keyed by the bundle's `TypeId`, so a repeated transition costs one hash lookup
-//! instead of a sort, merge and search.
+//! archetype", keyed by the world's index of the bundle, so a repeated transition costs a short
+//! linear scan instead of a sort, merge and search. An edge whose move is a pure table-row move
+//! also names a precomputed move plan (column maps), so the move searches
+//! nothing either.
 
-use std::any::TypeId;
-
-use ahash::AHashMap;
 use folio_storage::Entity;
 
 use crate::bundle::ComponentIds;
@@ -52,8 +51,34 @@ pub struct Archetype {
     /// Sorted, distinct: the sparse-set ones among them.
     sparse: ComponentIds,
     entities: Vec<ArchetypeEntity>,
-    pub(crate) insert_edges: AHashMap<TypeId, ArchetypeId>,
-    pub(crate) remove_edges: AHashMap<TypeId, ArchetypeId>,
+    /// Cached "insert bundle" transitions; at most one per bundle.
+    pub(crate) insert_edges: Vec<Edge>,
+    /// Cached "remove bundle" transitions; at most one per bundle, and only for bundles whose
+    /// every component the archetype has.
+    pub(crate) remove_edges: Vec<Edge>,
+}
+
+/// A cached transition of the archetype graph.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Edge {
+    /// The world's index of the bundle inserted or removed.
+    pub(crate) bundle: u32,
+    /// The archetype reached.
+    pub(crate) to: ArchetypeId,
+    /// The world's index of the move plan when the transition moves the entity's row to
+    /// another table and touches no sparse set ([`Edge::NO_PLAN`] otherwise).
+    pub(crate) plan: u32,
+}
+
+impl Edge {
+    /// The edge takes the general path.
+    pub(crate) const NO_PLAN: u32 = u32::MAX;
+}
+
+/// The cached edge for bundle `bundle` among `edges`.
+#[inline]
+pub(crate) fn find_edge(edges: &[Edge], bundle: u32) -> Option<Edge> {
+    edges.iter().find(|e| e.bundle == bundle).copied()
 }
 
 impl Archetype {
@@ -69,8 +94,8 @@ impl Archetype {
             components,
             sparse,
             entities: Vec::new(),
-            insert_edges: AHashMap::default(),
-            remove_edges: AHashMap::default(),
+            insert_edges: Vec::new(),
+            remove_edges: Vec::new(),
         }
     }
 
@@ -122,19 +147,33 @@ impl Archetype {
         self.entities.is_empty()
     }
 
+    /// Starts loading archetype row `row` into the cache (a hint; `row` is unchecked).
+    #[inline]
+    pub(crate) fn prefetch(&self, row: u32) {
+        folio_storage::prefetch(self.entities.as_ptr().wrapping_add(row as usize));
+    }
+
+    /// Makes room for `additional` more entities.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.entities.reserve(additional);
+    }
+
     /// Appends an entity; returns its archetype row.
+    #[inline]
     pub(crate) fn push(&mut self, entity: Entity, table_row: u32) -> u32 {
         self.entities.push(ArchetypeEntity { entity, table_row });
         (self.entities.len() - 1) as u32
     }
 
     /// Swap-removes archetype row `row`; returns the entity moved into it, if any.
+    #[inline]
     pub(crate) fn swap_remove(&mut self, row: u32) -> Option<Entity> {
         self.entities.swap_remove(row as usize);
         self.entities.get(row as usize).map(|e| e.entity)
     }
 
     /// Sets the table row recorded for archetype row `row`.
+    #[inline]
     pub(crate) fn set_table_row(&mut self, row: u32, table_row: u32) {
         self.entities[row as usize].table_row = table_row;
     }

@@ -24,8 +24,8 @@ pub type ComponentIds = SmallVec<[ComponentId; 8]>;
 /// A tuple of components moved into or out of the world together.
 ///
 /// # Safety
-/// - `component_ids`, `type_ids`, `get_components` and `from_components` visit the same
-///   components in the same order.
+/// - `component_ids`, `type_ids`, `get_components`, `write_components` and `from_components`
+///   visit the same components in the same order.
 /// - `get_components` hands `f` one pointer to each component, readable for its size and valid
 ///   until `f` returns; `f` takes ownership of the values behind them (the bundle drops none).
 pub unsafe trait Bundle: Send + Sync + 'static {
@@ -37,6 +37,15 @@ pub unsafe trait Bundle: Send + Sync + 'static {
 
     /// Moves the components out by handing `f` a pointer to each, in order.
     fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R;
+
+    /// Moves the components out by writing the `i`-th one (in order) to `dst(i)`: a typed
+    /// write, so spawning copies no more than the component itself.
+    ///
+    /// # Safety
+    /// - For each `i < len`, `dst(i)` returns a pointer valid for writes of, and aligned for,
+    ///   the `i`-th component's type, not overlapping the others; whatever it held is
+    ///   overwritten without being dropped. `dst` must not unwind.
+    unsafe fn write_components(self, dst: &mut impl FnMut(usize) -> *mut u8);
 
     /// Rebuilds the bundle from pointers to its components, in order.
     ///
@@ -105,6 +114,19 @@ macro_rules! tuple_bundle {
                 let ($($name,)+) = self;
                 $(let mut $name = ManuallyDrop::new($name);)+
                 f(&[$((&mut *$name as *mut $name).cast::<u8>()),+])
+            }
+
+            #[allow(non_snake_case, unused_assignments)]
+            #[inline(always)]
+            unsafe fn write_components(self, dst: &mut impl FnMut(usize) -> *mut u8) {
+                let ($($name,)+) = self;
+                let mut i = 0;
+                $(
+                    // SAFETY: `dst(i)` is valid for writes of and aligned for the `i`-th
+                    // component, which is `$name` (caller).
+                    unsafe { dst(i).cast::<$name>().write($name) };
+                    i += 1;
+                )+
             }
 
             unsafe fn from_components(f: &mut impl FnMut() -> *mut u8) -> Self {

@@ -108,18 +108,38 @@ impl TableColumn {
         self.changed.try_reserve(additional)
     }
 
+    /// The rows that fit in all three columns without growing.
+    fn capacity(&self) -> usize {
+        self.data.capacity().min(self.added.capacity()).min(self.changed.capacity())
+    }
+
+    /// Writes the ticks of slot `row`, past the columns' lengths (a row being pushed).
+    ///
     /// # Safety
-    /// - `try_reserve(1)` succeeded since the last push.
-    /// - `src` points to a valid value of the column's component type, which the caller treats as
-    ///   moved.
-    unsafe fn push_unchecked(&mut self, src: *const u8, added: u32, changed: u32) {
+    /// - `row < capacity()`.
+    #[inline]
+    unsafe fn write_ticks(&mut self, row: usize, added: u32, changed: u32) {
         // SAFETY:
-        // - room for one more item in each column was reserved (caller).
-        // - `src` is a value of the data column's type; the ticks are `u32`s on the stack.
+        // - `row < capacity` of both tick columns (caller), so each slot is inside its buffer;
+        //   both columns hold `u32`s (built with `Column::of::<u32>()`), so the slots are
+        //   aligned for them.
         unsafe {
-            self.data.push_unchecked(src);
-            self.added.push_unchecked((&added as *const u32).cast());
-            self.changed.push_unchecked((&changed as *const u32).cast());
+            self.added.get_unchecked(row).cast::<u32>().as_ptr().write(added);
+            self.changed.get_unchecked(row).cast::<u32>().as_ptr().write(changed);
+        }
+    }
+
+    /// Sets the length of the data and both tick columns.
+    ///
+    /// # Safety
+    /// - As [`Column::set_len`] for each of the three columns.
+    #[inline]
+    unsafe fn set_len(&mut self, len: usize) {
+        // SAFETY: the caller's promise, for each column.
+        unsafe {
+            self.data.set_len(len);
+            self.added.set_len(len);
+            self.changed.set_len(len);
         }
     }
 
@@ -127,16 +147,48 @@ impl TableColumn {
         (self.added_ticks()[row], self.changed_ticks()[row])
     }
 
-    /// Swap-removes the ticks of `row`.
+    /// Moves the ticks of the last row into `row` and drops the last row from both tick columns.
     ///
     /// # Safety
     /// - `row < len`.
+    #[inline]
     unsafe fn swap_remove_ticks(&mut self, row: usize) {
-        // SAFETY: `row < len` (caller); `u32`s need no drop.
-        unsafe {
-            self.added.swap_remove_and_drop_unchecked(row);
-            self.changed.swap_remove_and_drop_unchecked(row);
+        for column in [&mut self.added, &mut self.changed] {
+            // SAFETY: the tick columns were built with `Column::of::<u32>()`.
+            let ticks = unsafe { column.as_mut_slice::<u32>() };
+            let last = ticks.len() - 1;
+            ticks[row] = ticks[last];
+            // SAFETY: `last < len <= capacity`; `u32`s need no drop.
+            unsafe { column.set_len(last) };
         }
+    }
+}
+
+/// How one table's columns map onto another's, computed once per archetype-graph edge so that
+/// moving a row between the two tables searches nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct ColumnMap {
+    /// For each column of the source table, its index in the destination, or [`ColumnMap::NONE`].
+    src_to_dst: Box<[u32]>,
+    /// The destination's columns that the source lacks.
+    dst_new: Box<[u32]>,
+}
+
+impl ColumnMap {
+    /// No such column.
+    pub(crate) const NONE: u32 = u32::MAX;
+
+    /// The map from `src`'s columns to `dst`'s.
+    pub(crate) fn new(src: &Table, dst: &Table) -> Self {
+        let src_to_dst = src
+            .ids
+            .iter()
+            .map(|&id| dst.column_index(id).map_or(Self::NONE, |i| i as u32))
+            .collect();
+        let dst_new = (0..dst.ids.len() as u32)
+            .filter(|&i| src.column_index(dst.ids[i as usize]).is_none())
+            .collect();
+        Self { src_to_dst, dst_new }
     }
 }
 
@@ -157,6 +209,9 @@ pub struct Table {
     columns: Box<[TableColumn]>,
     /// One `Entity` per row.
     entities: Column,
+    /// Rows that fit in every column (entities, data, ticks) without growing: the smallest of
+    /// their capacities. `len <= cap`.
+    cap: usize,
 }
 
 impl Table {
@@ -168,7 +223,19 @@ impl Table {
             ids: ids.into(),
             columns: ids.iter().map(|&id| TableColumn::new(components, id)).collect(),
             entities: Column::of::<Entity>(),
+            cap: 0,
         }
+        .with_capacity_recorded()
+    }
+
+    fn with_capacity_recorded(mut self) -> Self {
+        self.cap = self.capacity_now();
+        self
+    }
+
+    /// The smallest capacity over every column.
+    fn capacity_now(&self) -> usize {
+        self.columns.iter().fold(self.entities.capacity(), |cap, c| cap.min(c.capacity()))
     }
 
     /// The number of rows.
@@ -228,9 +295,82 @@ impl Table {
 
     /// Makes room for `additional` rows in every column; on error the table is unchanged (some
     /// columns may have committed more memory, which is harmless).
+    #[inline]
     pub fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
-        self.entities.try_reserve(additional)?;
-        self.columns.iter_mut().try_for_each(|c| c.try_reserve(additional))
+        if additional <= self.cap - self.len() {
+            return Ok(());
+        }
+        self.grow(additional)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) -> Result<(), StorageError> {
+        let result = self
+            .entities
+            .try_reserve(additional)
+            .and_then(|()| self.columns.iter_mut().try_for_each(|c| c.try_reserve(additional)));
+        self.cap = self.capacity_now();
+        result
+    }
+
+    /// Starts loading every column's item at `row` (data, ticks and entity) into the cache, so
+    /// the misses of a random-row removal overlap instead of following one another.
+    #[inline]
+    pub fn prefetch_row(&self, row: usize) {
+        self.entities.prefetch_row(row);
+        for column in self.columns.iter() {
+            column.data.prefetch_row(row);
+            column.added.prefetch_row(row);
+            column.changed.prefetch_row(row);
+        }
+    }
+
+    /// A pointer to column `col`'s slot in row `row`, where a row being pushed writes its value
+    /// before [`Table::commit_row`].
+    ///
+    /// # Safety
+    /// - `col < columns().len()`.
+    /// - `row <= len + r`, where `try_reserve(r)` was the last successful reservation, so the slot
+    ///   is inside every column's buffer (`row < cap`).
+    #[inline]
+    pub(crate) unsafe fn data_slot(&mut self, col: usize, row: usize) -> *mut u8 {
+        debug_assert!(col < self.columns.len() && row < self.cap);
+        // SAFETY:
+        // - `col < columns.len()` (caller).
+        // - `row < cap <= capacity` of the column (caller), so the offset is inside its buffer.
+        unsafe { self.columns.get_unchecked_mut(col).data.get_unchecked(row).as_ptr() }
+    }
+
+    /// Appends the row whose values were written with [`Table::data_slot`]: records `entity`,
+    /// and `tick` as each component's added and changed tick. Returns the row.
+    ///
+    /// # Safety
+    /// - `len < cap` (a successful `try_reserve(1)` since the length last changed).
+    /// - For every column, the slot at `len` holds a valid value of the column's type, which
+    ///   the table now owns.
+    #[inline]
+    pub(crate) unsafe fn commit_row(&mut self, entity: Entity, tick: u32) -> usize {
+        let row = self.len();
+        debug_assert!(row < self.cap);
+        for column in self.columns.iter_mut() {
+            // SAFETY:
+            // - `row < cap <= capacity` of each tick column (caller).
+            // - the slot at `row` of the data column holds a value (caller), the ticks were just
+            //   written, so `[0, row + 1)` is initialised in all three columns.
+            unsafe {
+                column.write_ticks(row, tick, tick);
+                column.set_len(row + 1);
+            }
+        }
+        // SAFETY:
+        // - `row < cap <= capacity` of the entity column; `Entity` slots are aligned for it.
+        // - after the write `[0, row + 1)` is initialised.
+        unsafe {
+            self.entities.get_unchecked(row).cast::<Entity>().as_ptr().write(entity);
+            self.entities.set_len(row + 1);
+        }
+        row
     }
 
     /// Appends a row for `entity`, taking each component's value from `value(id)`.
@@ -249,15 +389,19 @@ impl Table {
     ) -> Result<usize, StorageError> {
         self.try_reserve(1)?;
         let row = self.len();
-        for (id, column) in self.ids.iter().zip(self.columns.iter_mut()) {
+        for i in 0..self.columns.len() {
+            let size = self.columns[i].data.item_layout().size();
             // SAFETY:
-            // - one more item was reserved in every column above.
-            // - `value(id)` is a valid value of `id`'s type, moved to us (caller).
-            unsafe { column.push_unchecked(value(*id), tick, tick) };
+            // - `value(id)` is a valid value of `id`'s type, moved to us (caller); it lies
+            //   outside the table, so it does not overlap the slot.
+            // - `i < columns.len()` and one more row was reserved above.
+            unsafe {
+                let src = value(self.ids[i]);
+                std::ptr::copy_nonoverlapping(src, self.data_slot(i, row), size);
+            }
         }
-        // SAFETY: reserved above; `entity` is an `Entity` on the stack.
-        unsafe { self.entities.push_unchecked((&entity as *const Entity).cast()) };
-        Ok(row)
+        // SAFETY: reserved above; every column's slot at `row` was written.
+        Ok(unsafe { self.commit_row(entity, tick) })
     }
 
     /// Removes `row`, dropping its components, and moves the last row into its place; returns
@@ -295,8 +439,9 @@ impl Table {
                 }
                 if !self.entity_removed {
                     self.entity_removed = true;
-                    // SAFETY: `row < len`, and the entity is removed once; `Entity` needs no drop.
-                    unsafe { self.table.entities.swap_remove_and_drop_unchecked(self.row) };
+                    // SAFETY: `row < len`, and the entity is removed once; the column holds
+                    // `Entity`s.
+                    unsafe { swap_remove_entity(&mut self.table.entities, self.row) };
                 }
             }
         }
@@ -333,53 +478,143 @@ impl Table {
     ) -> Result<MovedRow, StorageError> {
         debug_assert!(row < self.len());
         dst.try_reserve(1)?;
-        let len = self.len();
-        let new_row = dst.len();
-        let entity = self.entities()[row];
-        let swapped_in = (row + 1 < len).then(|| self.entities()[len - 1]);
-        for (id, column) in self.ids.iter().zip(self.columns.iter_mut()) {
-            let (added, changed) = column.ticks(row);
-            match dst.column_index(*id) {
-                Some(d) => {
-                    let target = &mut dst.columns[d];
-                    // SAFETY:
-                    // - `row < len`; the same id in the same registry is the same type.
-                    // - room for one item was reserved in every `dst` column, so the push
-                    //   inside cannot fail.
-                    let moved = unsafe { column.data.swap_remove_into(row, &mut target.data) };
-                    debug_assert!(moved.is_ok(), "room was reserved");
-                    // SAFETY: reserved above; the ticks are `u32`s on the stack.
-                    unsafe {
-                        target.added.push_unchecked((&added as *const u32).cast());
-                        target.changed.push_unchecked((&changed as *const u32).cast());
+        let map = ColumnMap::new(self, dst);
+        let src_ids = self.ids.clone();
+        // SAFETY:
+        // - `row < len`, `dst` is another table of the same registry (caller); `map` was just
+        //   made for this pair; one row was reserved in `dst`.
+        // - `taken` takes ownership and does not unwind (caller).
+        // - `fill` writes `missing(id)`'s value (valid for `id`'s type, moved, caller) into the
+        //   slot of each column `dst` has and `self` lacks, and does not unwind.
+        Ok(unsafe {
+            self.move_row_mapped(
+                row,
+                dst,
+                &map,
+                tick,
+                |col, ptr| taken(src_ids[col], ptr),
+                |dst, new_row| {
+                    for &d in map.dst_new.iter() {
+                        let d = d as usize;
+                        let src = missing(dst.ids[d]);
+                        let size = dst.columns[d].data.item_layout().size();
+                        let slot = dst.data_slot(d, new_row);
+                        std::ptr::copy_nonoverlapping(src, slot, size);
                     }
-                }
-                None => {
-                    // SAFETY: `row < len`, so the pointer is to a live value.
-                    let ptr = unsafe { column.data.get_unchecked(row) }.as_ptr();
-                    taken(*id, ptr);
-                    // SAFETY: `row < len`; the value now belongs to `taken`.
-                    unsafe { column.data.swap_remove_forget_unchecked(row) };
-                }
-            }
-            // SAFETY: `row < len`.
-            unsafe { column.swap_remove_ticks(row) };
-        }
-        for (id, column) in dst.ids.iter().zip(dst.columns.iter_mut()) {
-            if column.data.len() == new_row {
+                },
+            )
+        })
+    }
+
+    /// [`Table::move_row`] with the column map computed beforehand (once per graph edge) and
+    /// room reserved by the caller, so it cannot fail and searches nothing:
+    /// - columns both tables have move across with their ticks;
+    /// - each source column `dst` lacks hands its value to `taken(col, ptr)`;
+    /// - `fill(dst, new_row)` writes the values of the columns `self` lacks
+    ///   (`map.dst_new`) with [`Table::data_slot`]; they get `tick` as added and changed tick;
+    /// - the last row moves into `row`'s place.
+    ///
+    /// # Safety
+    /// - `row < len`.
+    /// - `dst` is not `self`, was built from the same registry, and `map` is
+    ///   `ColumnMap::new(self, dst)`.
+    /// - `dst.try_reserve(1)` succeeded since `dst`'s length last changed.
+    /// - `taken(col, ptr)` takes ownership of the value behind `ptr` (of source column `col`'s
+    ///   type) and must not unwind.
+    /// - `fill` writes a valid value of each `map.dst_new` column's type into its slot at
+    ///   `new_row`, which `dst` then owns, and must not unwind.
+    pub(crate) unsafe fn move_row_mapped(
+        &mut self,
+        row: usize,
+        dst: &mut Table,
+        map: &ColumnMap,
+        tick: u32,
+        mut taken: impl FnMut(usize, *mut u8),
+        fill: impl FnOnce(&mut Table, usize),
+    ) -> MovedRow {
+        let len = self.len();
+        debug_assert!(row < len);
+        debug_assert_eq!(map.src_to_dst.len(), self.columns.len());
+        let last = len - 1;
+        let new_row = dst.len();
+        debug_assert!(new_row < dst.cap, "room was reserved");
+        let entity = self.entities()[row];
+        let swapped_in = (row < last).then(|| self.entities()[last]);
+        for (i, (column, &d)) in self.columns.iter_mut().zip(map.src_to_dst.iter()).enumerate() {
+            let size = column.data.item_layout().size();
+            // SAFETY: `row < last + 1 = len <= capacity`, so both slots are inside the buffer.
+            let (src, tail) = unsafe {
+                (column.data.get_unchecked(row).as_ptr(), column.data.get_unchecked(last).as_ptr())
+            };
+            if d == ColumnMap::NONE {
+                // The value's ownership passes to `taken` (caller's contract).
+                taken(i, src);
+            } else {
+                let (added, changed) = column.ticks(row);
+                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::new`).
+                let target = unsafe { dst.columns.get_unchecked_mut(d as usize) };
                 // SAFETY:
-                // - room was reserved; this column was not pushed above (its length is the old
-                //   row count), so it is one this table lacks.
-                // - `missing(id)` is a valid value of `id`'s type, moved to us (caller).
-                unsafe { column.push_unchecked(missing(*id), tick, tick) };
+                // - `src` is the live value at `row`; the slot at `new_row < dst.cap` is inside
+                //   the target's buffer, in another table, so they do not overlap; the same id in
+                //   the same registry is the same type, so the sizes agree.
+                // - `new_row < dst.cap` for the tick columns too.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src,
+                        target.data.get_unchecked(new_row).as_ptr(),
+                        size,
+                    );
+                    target.write_ticks(new_row, added, changed);
+                }
+            }
+            if row < last {
+                // SAFETY: `row < last < len`: two distinct live slots; the value at `row` was
+                // moved out above, the one at `last` moves (not copies) over it.
+                unsafe { std::ptr::copy_nonoverlapping(tail, src, size) };
+            }
+            // SAFETY:
+            // - `last < len`: the data column now holds `[0, last)` live values (the slot at
+            //   `last` was moved into `row`, or was `row`'s, moved out).
+            // - `row < len` for the ticks.
+            unsafe {
+                column.data.set_len(last);
+                column.swap_remove_ticks(row);
             }
         }
-        // SAFETY: `row < len`; `Entity` needs no drop. Reserved in `dst`; `entity` is on the stack.
-        unsafe {
-            self.entities.swap_remove_and_drop_unchecked(row);
-            dst.entities.push_unchecked((&entity as *const Entity).cast());
+        fill(dst, new_row);
+        for &d in map.dst_new.iter() {
+            // SAFETY: `d` indexes `dst.columns`; `new_row < dst.cap`.
+            unsafe { dst.columns.get_unchecked_mut(d as usize).write_ticks(new_row, tick, tick) };
         }
-        Ok(MovedRow { new_row, swapped_in })
+        // SAFETY: `row < len`; the column holds `Entity`s.
+        unsafe { swap_remove_entity(&mut self.entities, row) };
+        // SAFETY:
+        // - `new_row < dst.cap`: room was reserved (caller).
+        // - every `dst` column's slot at `new_row` was written: the shared ones moved above, the
+        //   new ones by `fill` (caller).
+        unsafe { dst.commit_row_ticks_written(entity, new_row) };
+        MovedRow { new_row, swapped_in }
+    }
+
+    /// Appends `entity` at `row == len` once every column's value and ticks at `row` are
+    /// written.
+    ///
+    /// # Safety
+    /// - `row == len < cap`; every column's data and tick slots at `row` hold valid values.
+    #[inline]
+    unsafe fn commit_row_ticks_written(&mut self, entity: Entity, row: usize) {
+        debug_assert!(row == self.len() && row < self.cap);
+        for column in self.columns.iter_mut() {
+            // SAFETY: `[0, row + 1)` is initialised in all three columns (caller).
+            unsafe { column.set_len(row + 1) };
+        }
+        // SAFETY:
+        // - `row < cap <= capacity` of the entity column; its slots are aligned for `Entity`.
+        // - after the write `[0, row + 1)` is initialised.
+        unsafe {
+            self.entities.get_unchecked(row).cast::<Entity>().as_ptr().write(entity);
+            self.entities.set_len(row + 1);
+        }
     }
 
     /// Bytes `(reserved, committed, used)` over all the table's columns.
@@ -403,6 +638,20 @@ impl Table {
         }
         self.entities.clear();
     }
+}
+
+/// Moves the last entity of an entity column into `row` and drops the last slot.
+///
+/// # Safety
+/// - `row < column.len()`; the column holds `Entity`s.
+#[inline]
+unsafe fn swap_remove_entity(column: &mut Column, row: usize) {
+    // SAFETY: the column holds `Entity`s (caller).
+    let entities = unsafe { column.as_mut_slice::<Entity>() };
+    let last = entities.len() - 1;
+    entities[row] = entities[last];
+    // SAFETY: `last < len`; `Entity` needs no drop.
+    unsafe { column.set_len(last) };
 }
 
 #[cfg(test)]

@@ -70,7 +70,11 @@ impl Column {
         max_bytes: usize,
         source: Arc<dyn PageSource>,
     ) -> Self {
-        Self { buf: RawBuf::new(layout, SMALL_COLUMN_BYTES, max_bytes, source), len: 0, drop }
+        Self {
+            buf: RawBuf::new_column(layout, SMALL_COLUMN_BYTES, max_bytes, source),
+            len: 0,
+            drop,
+        }
     }
 
     /// The layout of one item (its size is a multiple of its alignment).
@@ -159,6 +163,19 @@ impl Column {
         // - `row < capacity`, so `row * size` bytes in is inside the buffer.
         // - `src` lies in memory the column does not own (a caller's value), so they don't overlap.
         unsafe { std::ptr::copy_nonoverlapping(src, self.row_ptr(row), size) }
+    }
+
+    /// Sets the number of items, for a caller that wrote (or moved out) the items in between
+    /// through [`Column::get_unchecked`].
+    ///
+    /// # Safety
+    /// - `len <= capacity()`.
+    /// - Items `[0, len)` are initialised values of the column's type; items in
+    ///   `[len, old len)` were moved out or dropped by the caller (the column forgets them).
+    #[inline]
+    pub unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= self.capacity());
+        self.len = len;
     }
 
     /// Drops the item at `row` and writes the value at `src` in its place.
@@ -293,6 +310,12 @@ impl Column {
         self.buf.ptr()
     }
 
+    /// Starts loading the item at `row` into the cache (see [`prefetch`]); `row` is unchecked.
+    #[inline]
+    pub fn prefetch_row(&self, row: usize) {
+        prefetch(self.buf.ptr().as_ptr().wrapping_add(row.wrapping_mul(self.buf.item().size())));
+    }
+
     /// A pointer to the item at `row`, if `row < len`.
     #[inline]
     pub fn get(&self, row: usize) -> Option<NonNull<u8>> {
@@ -362,6 +385,25 @@ impl fmt::Debug for Column {
             .field("reserved", &self.is_reserved())
             .finish()
     }
+}
+
+/// Hints the CPU to start loading the cache line at `ptr` (no effect on other targets). Never
+/// dereferences `ptr`: any address is fine, so a caller can prefetch the rows a random access
+/// is about to touch and let their cache misses overlap.
+#[inline(always)]
+pub fn prefetch<T>(ptr: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: `prefetch` only hints the cache; it never faults, whatever the address, and
+        // SSE is part of the x86-64 baseline.
+        #[allow(unused_unsafe)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(ptr.cast::<i8>())
+        };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    let _ = ptr;
 }
 
 /// The drop function `Column` needs for `T`, or `None` if `T` needs no drop.

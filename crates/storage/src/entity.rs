@@ -6,9 +6,11 @@
 //! kept elsewhere is detected as stale from then on.
 //!
 //! # Layout
-//! [`Entities`] keeps one `EntityMeta` per index ever used, in a [`VirtualVec`]: the slot's
-//! generation, an explicit `alive` flag and the entity's [`EntityLocation`]. The metas never move,
-//! so growing the entity count never copies the table. The location is opaque here: the archetype
+//! [`Entities`] keeps one `EntityMeta` per index ever used, in a [`Column`]: the slot's
+//! generation, an explicit `alive` flag and the entity's [`EntityLocation`]. Past the column's
+//! small heap phase the metas never move, so growing the entity count never copies the table;
+//! as a column, the metas also get a coloured, reusable reservation (see `raw.rs`), so a fresh
+//! world reuses warm pages. The location is opaque here: the archetype
 //! layer writes it (through [`Entities::set_location`] or the `init` callback of
 //! [`Entities::flush`]) and reads it back. The `alive` flag makes [`Entities::is_alive`] exact: a
 //! freed entity, a never-allocated one, and one fabricated with [`Entity::from_bits`] from the
@@ -50,8 +52,9 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::column::Column;
 use crate::error::StorageError;
-use crate::virtual_vec::VirtualVec;
+use crate::vm::{DEFAULT_RESERVE_BYTES, default_source};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
 ///
@@ -157,7 +160,7 @@ struct EntityMeta {
 ///   [`Self::clear`] panic while reservations are pending: flush reserved entities first.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
-    metas: VirtualVec<EntityMeta>,
+    metas: Metas,
     /// Free, non-retired indices, oldest first; each `metas[i]` has `alive == false`. Taken from
     /// the front, pushed at the back (FIFO).
     free: VecDeque<u32>,
@@ -177,16 +180,17 @@ impl Entities {
     /// An empty allocator with the default reservation for its metas
     /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES), 24 bytes per index).
     pub fn new() -> Self {
-        Self::from_metas(VirtualVec::new(), u32::MAX)
+        Self::from_metas(Metas::with_max_bytes(DEFAULT_RESERVE_BYTES), u32::MAX)
     }
 
     /// An empty allocator that hands out at most `max_entities` indices (and reserves address
     /// space for just that many metas).
     pub fn with_max_entities(max_entities: u32) -> Self {
-        Self::from_metas(VirtualVec::with_max_capacity(max_entities as usize), max_entities)
+        let bytes = (max_entities as usize).saturating_mul(size_of::<EntityMeta>());
+        Self::from_metas(Metas::with_max_bytes(bytes), max_entities)
     }
 
-    fn from_metas(metas: VirtualVec<EntityMeta>, max_entities: u32) -> Self {
+    fn from_metas(metas: Metas, max_entities: u32) -> Self {
         let max_len = metas.max_capacity().min(max_entities as usize).min(u32::MAX as usize);
         Self { metas, free: VecDeque::new(), reserved: AtomicUsize::new(0), len: 0, max_len }
     }
@@ -231,12 +235,27 @@ impl Entities {
     ///
     /// # Panics
     /// When reservations are pending (flush reserved entities first).
+    #[inline]
     pub fn try_alloc(&mut self) -> Result<Entity, StorageError> {
+        self.try_alloc_at(EntityLocation::INVALID)
+    }
+
+    /// Makes a new live entity like [`Self::try_alloc`], already placed at `location` (one
+    /// write instead of a second look-up through [`Self::set_location`]).
+    ///
+    /// # Errors
+    /// As [`Self::try_alloc`]; nothing changes on error.
+    ///
+    /// # Panics
+    /// When reservations are pending (flush reserved entities first).
+    #[inline]
+    pub fn try_alloc_at(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         self.assert_no_pending("try_alloc");
         if let Some(index) = self.free.pop_front() {
             let meta = &mut self.metas[index as usize];
             debug_assert!(!meta.alive, "free-listed index {index} is alive");
             meta.alive = true;
+            meta.location = location;
             self.len += 1;
             return Ok(Entity { index, generation: meta.generation });
         }
@@ -247,15 +266,22 @@ impl Entities {
                 requested: index + 1,
             });
         }
-        let meta = EntityMeta {
-            generation: NonZeroU32::MIN,
-            alive: true,
-            location: EntityLocation::INVALID,
-        };
-        self.metas.try_push(meta).map_err(|e| e.error)?;
+        let meta = EntityMeta { generation: NonZeroU32::MIN, alive: true, location };
+        self.metas.try_push(meta)?;
         self.len += 1;
         // `index < max_len <= u32::MAX`.
         Ok(Entity { index: index as u32, generation: NonZeroU32::MIN })
+    }
+
+    /// Makes room for `additional` more entities without committing memory per allocation (a
+    /// batch spawn calls it once). Failing changes nothing but the commit attempt.
+    ///
+    /// # Errors
+    /// The commit error when the OS refuses memory for the metas.
+    pub fn try_reserve_new(&mut self, additional: usize) -> Result<(), StorageError> {
+        let new = additional.saturating_sub(self.free.len());
+        let new = new.min(self.max_len - self.metas.len());
+        self.metas.try_reserve(new)
     }
 
     /// Frees `entity` and returns its last location, or `None` (changing nothing) when it is not
@@ -321,6 +347,12 @@ impl Entities {
     #[inline]
     pub fn location(&self, entity: Entity) -> Option<EntityLocation> {
         self.meta(entity).map(|meta| meta.location)
+    }
+
+    /// Starts loading `entity`'s meta into the cache (a hint; nothing is checked).
+    #[inline]
+    pub fn prefetch(&self, entity: Entity) {
+        self.metas.column.prefetch_row(entity.index as usize);
     }
 
     /// Sets where `entity` lives.
@@ -459,6 +491,105 @@ impl Entities {
         assert!(self.is_alive(entity));
         self.metas[entity.index as usize].generation = generation;
         Entity { index: entity.index, generation }
+    }
+}
+
+/// The metas: a `Column` of `EntityMeta`s with a typed face.
+struct Metas {
+    /// Holds `EntityMeta`s only (made with their layout; `EntityMeta` needs no drop).
+    column: Column,
+    /// The most metas the column can hold.
+    max_len: usize,
+}
+
+impl Metas {
+    fn with_max_bytes(max_bytes: usize) -> Self {
+        // SAFETY: the layout is `EntityMeta`'s, which is `Copy` (no drop) and `Send + Sync`.
+        let column = unsafe {
+            Column::with_source(
+                std::alloc::Layout::new::<EntityMeta>(),
+                None,
+                max_bytes,
+                default_source(),
+            )
+        };
+        Self { column, max_len: max_bytes / size_of::<EntityMeta>() }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.column.len()
+    }
+
+    fn max_capacity(&self) -> usize {
+        self.max_len
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[EntityMeta] {
+        // SAFETY: the column holds `EntityMeta`s.
+        unsafe { self.column.as_slice() }
+    }
+
+    #[inline]
+    fn as_mut_slice(&mut self) -> &mut [EntityMeta] {
+        // SAFETY: the column holds `EntityMeta`s.
+        unsafe { self.column.as_mut_slice() }
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> Option<&EntityMeta> {
+        self.as_slice().get(index)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, index: usize) -> Option<&mut EntityMeta> {
+        self.as_mut_slice().get_mut(index)
+    }
+
+    fn iter_mut(&mut self) -> std::slice::IterMut<'_, EntityMeta> {
+        self.as_mut_slice().iter_mut()
+    }
+
+    fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
+        self.column.try_reserve(additional)
+    }
+
+    #[inline]
+    fn try_push(&mut self, meta: EntityMeta) -> Result<(), StorageError> {
+        self.column.try_reserve(1)?;
+        let len = self.column.len();
+        // SAFETY:
+        // - `len < capacity` after `try_reserve(1)`, so the slot is inside the buffer, aligned
+        //   for `EntityMeta` (the column's type); a typed write, not a `memcpy` call.
+        // - then `[0, len + 1)` holds initialised metas.
+        unsafe {
+            self.column.get_unchecked(len).cast::<EntityMeta>().as_ptr().write(meta);
+            self.column.set_len(len + 1);
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, meta: EntityMeta) {
+        if let Err(e) = self.try_push(meta) {
+            panic!("Entities: cannot store another entity: {e}");
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Metas {
+    type Output = EntityMeta;
+
+    #[inline]
+    fn index(&self, index: usize) -> &EntityMeta {
+        &self.as_slice()[index]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Metas {
+    #[inline]
+    fn index_mut(&mut self, index: usize) -> &mut EntityMeta {
+        &mut self.as_mut_slice()[index]
     }
 }
 

@@ -32,7 +32,7 @@ pub mod vm;
 #[cfg(test)]
 mod test_util;
 
-pub use column::{Column, DropFn, drop_fn_of};
+pub use column::{Column, DropFn, drop_fn_of, prefetch};
 pub use entity::{Entities, Entity, EntityLocation};
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};

@@ -14,6 +14,21 @@
 //!   buffer's committed bytes exceed what it needs by less than one step (≤ 1 MiB), and growing
 //!   to 400 MB takes about 400 `mprotect` calls.
 //!
+//! # Column reservations: colouring and reuse
+//! Columns (not `VirtualVec`s, whose layout tests and users may rely on) get two more things:
+//! - **Colouring.** Reservations are page-aligned and 16 GiB apart, so row `i` of every column
+//!   of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
+//!   a table of a dozen columns thrashes the 8-way L1 on every row it touches. Each column's
+//!   items therefore start at a different cache-line offset inside the first page of its
+//!   reservation (a multiple of the item alignment, below one page; the reservation is one page
+//!   larger, so the capacity is unchanged).
+//! - **Reuse.** A dropped column hands its reservation, with up to [`SPARE_KEEP_BYTES`] still
+//!   committed, to a small process-wide list (at most [`SPARE_MAX`] reservations and
+//!   [`SPARE_TOTAL_BYTES`] committed in all) instead of unmapping it; the next column that needs
+//!   a reservation of the same size and source takes one back, so a fresh world reuses warm
+//!   pages instead of faulting in zeroed ones (what `malloc` does for the peers' vectors). Its
+//!   committed prefix holds stale bytes, which a column never reads before writing.
+//!
 //! # Safety model
 //! `ptr` is valid for reads and writes of `cap` items: either a heap block of `cap * size` bytes,
 //! or the committed prefix of the reservation. For zero-sized items and before the first growth,
@@ -21,7 +36,8 @@
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::error::StorageError;
 use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, Reservation, default_source};
@@ -40,6 +56,91 @@ pub const SMALL_COLUMN_BYTES: usize = 16 << 10;
 /// (0.98x, within noise) and wastes up to 4 MiB; 1 MiB is the fastest step under the 1 MB bar.
 pub const COMMIT_STEP_MAX: usize = 1 << 20;
 
+/// The most committed bytes a reservation keeps when it goes to the spare list (the rest is
+/// decommitted first): one commit step, so a reused column wastes no more than a fresh one.
+pub(crate) const SPARE_KEEP_BYTES: usize = COMMIT_STEP_MAX;
+
+/// The most reservations on the spare list.
+pub(crate) const SPARE_MAX: usize = 64;
+
+/// The most committed bytes over all reservations on the spare list.
+pub(crate) const SPARE_TOTAL_BYTES: usize = 16 << 20;
+
+/// Dropped column reservations kept for reuse (see the module docs), with their committed bytes.
+static SPARE: Mutex<Spare> = Mutex::new(Spare { list: Vec::new(), committed: 0 });
+
+struct Spare {
+    list: Vec<Reservation>,
+    /// The sum of `committed_bytes` over `list`.
+    committed: usize,
+}
+
+/// Whether two sources are the same object.
+fn same_source(a: &Arc<dyn PageSource>, b: &Arc<dyn PageSource>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// Takes a spare reservation of `reserved` bytes from `source`: the one with the fewest
+/// committed bytes that still covers `needed`, else the one with the most. Only the default
+/// source's reservations are kept (a test's fault-injecting source must see every commit).
+fn take_spare(source: &Arc<dyn PageSource>, reserved: usize, needed: usize) -> Option<Reservation> {
+    if !same_source(source, &default_source()) {
+        return None;
+    }
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    let fits = |r: &Reservation| r.reserved_bytes() == reserved;
+    let mut best: Option<usize> = None;
+    for (i, r) in spare.list.iter().enumerate() {
+        if !fits(r) {
+            continue;
+        }
+        best = Some(match best {
+            None => i,
+            Some(b) => {
+                let (have, cand) = (spare.list[b].committed_bytes(), r.committed_bytes());
+                let better = match (cand >= needed, have >= needed) {
+                    (true, true) => cand < have,
+                    (true, false) => true,
+                    (false, true) => false,
+                    (false, false) => cand > have,
+                };
+                if better { i } else { b }
+            }
+        });
+    }
+    let r = spare.list.swap_remove(best?);
+    spare.committed -= r.committed_bytes();
+    Some(r)
+}
+
+/// Offers a dropped column's reservation from `source` to the spare list; releases it if the
+/// list is full or the source is not the default one.
+fn give_spare(mut reservation: Reservation, source: &Arc<dyn PageSource>) {
+    if !same_source(source, &default_source()) {
+        return;
+    }
+    if reservation.committed_bytes() > SPARE_KEEP_BYTES
+        && reservation.decommit_to(SPARE_KEEP_BYTES).is_err()
+    {
+        return;
+    }
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    let committed = reservation.committed_bytes();
+    if spare.list.len() < SPARE_MAX && spare.committed + committed <= SPARE_TOTAL_BYTES {
+        spare.committed += committed;
+        spare.list.push(reservation);
+    }
+}
+
+/// The cache-line offset of the next coloured reservation (a counter, spread over a page).
+fn next_colour(page_size: usize, align: usize) -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    // 37 is odd, so consecutive columns land on distinct lines of a 64-line page.
+    let lines = page_size / 64;
+    ((n * 37) % lines.max(1) * 64) & !(align - 1)
+}
+
 pub(crate) struct RawBuf {
     /// Start of the items; valid for `cap` items (see the module's safety model).
     ptr: NonNull<u8>,
@@ -55,6 +156,11 @@ pub(crate) struct RawBuf {
     /// The largest commit step, normally [`COMMIT_STEP_MAX`].
     step_max: usize,
     source: Arc<dyn PageSource>,
+    /// A column buffer: its reservation is coloured and reused (see the module docs).
+    column: bool,
+    /// While reserved: where the items start in the reservation (a multiple of the item
+    /// alignment, below one page). 0 otherwise.
+    offset: usize,
 }
 
 enum Backing {
@@ -84,7 +190,21 @@ impl RawBuf {
             max_bytes,
             step_max: COMMIT_STEP_MAX,
             source,
+            column: false,
+            offset: 0,
         }
+    }
+
+    /// A column's buffer: like [`RawBuf::new`], with a coloured, reusable reservation.
+    pub(crate) fn new_column(
+        item: Layout,
+        small_limit: usize,
+        max_bytes: usize,
+        source: Arc<dyn PageSource>,
+    ) -> Self {
+        let mut buf = Self::new(item, small_limit, max_bytes, source);
+        buf.column = true;
+        buf
     }
 
     pub(crate) fn with_defaults(item: Layout, small_limit: usize) -> Self {
@@ -157,12 +277,16 @@ impl RawBuf {
         }
         match &mut self.backing {
             Backing::Reserved(reservation) => {
+                let offset = self.offset;
                 let committed = reservation.committed_bytes();
                 let step = committed
                     .clamp(reservation.page_size(), self.step_max.max(reservation.page_size()));
-                let target = committed.saturating_add(step).max(needed_bytes).min(self.max_bytes);
+                let target = committed
+                    .saturating_add(step)
+                    .max(needed_bytes + offset)
+                    .min(self.max_bytes + offset);
                 reservation.commit_to(target)?;
-                self.cap = reservation.committed_bytes().min(self.max_bytes) / size;
+                self.cap = items_in(reservation, offset, self.max_bytes, size);
                 Ok(())
             }
             _ if needed_bytes <= self.small_limit => self.grow_heap(needed_bytes),
@@ -208,9 +332,30 @@ impl RawBuf {
         if self.item.align() > page_size {
             return Err(StorageError::Alignment { align: self.item.align(), page_size });
         }
-        let mut reservation = Reservation::new(Arc::clone(&self.source), self.max_bytes)?;
-        reservation.commit_to(needed_bytes.max(page_size).min(reservation.reserved_bytes()))?;
-        let new = reservation.as_ptr();
+        let (mut reservation, offset) = if self.column {
+            // One page more, so the coloured start leaves `max_bytes` for the items.
+            let reserved = self.max_bytes.checked_add(page_size).ok_or_else(|| {
+                StorageError::CapacityExceeded { capacity: self.max_capacity(), requested: len }
+            })?;
+            let reserved = reserved.next_multiple_of(page_size);
+            let offset = next_colour(page_size, self.item.align());
+            let r = match take_spare(&self.source, reserved, needed_bytes + offset) {
+                Some(r) => r,
+                None => Reservation::new(Arc::clone(&self.source), reserved)?,
+            };
+            (r, offset)
+        } else {
+            (Reservation::new(Arc::clone(&self.source), self.max_bytes)?, 0)
+        };
+        let target = (needed_bytes + offset).max(page_size).min(reservation.reserved_bytes());
+        if let Err(e) = reservation.commit_to(target) {
+            if self.column {
+                give_spare(reservation, &self.source);
+            }
+            return Err(e);
+        }
+        // SAFETY: `offset` is below one page, inside the committed prefix (at least a page).
+        let new = unsafe { reservation.as_ptr().add(offset) };
         if let Backing::Heap = self.backing {
             // SAFETY:
             // - the heap block holds `len <= cap` initialised items, `len * size` bytes.
@@ -225,8 +370,9 @@ impl RawBuf {
             }
             self.free_heap();
         }
-        self.cap = reservation.committed_bytes().min(self.max_bytes) / self.item.size();
+        self.cap = items_in(&reservation, offset, self.max_bytes, self.item.size());
         self.ptr = new;
+        self.offset = offset;
         self.backing = Backing::Reserved(reservation);
         Ok(())
     }
@@ -234,9 +380,9 @@ impl RawBuf {
     /// Decommits whole pages past `len` items (reserved buffers only).
     pub(crate) fn shrink_to(&mut self, len: usize) -> Result<(), StorageError> {
         if let Backing::Reserved(reservation) = &mut self.backing {
-            let result = reservation.decommit_to(len * self.item.size());
+            let result = reservation.decommit_to(self.offset + len * self.item.size());
             // Also after a failure, which may have taken the pages (see `decommit_to`).
-            self.cap = reservation.committed_bytes().min(self.max_bytes) / self.item.size();
+            self.cap = items_in(reservation, self.offset, self.max_bytes, self.item.size());
             result?;
         }
         Ok(())
@@ -259,8 +405,20 @@ impl RawBuf {
 impl Drop for RawBuf {
     fn drop(&mut self) {
         self.free_heap();
-        // A reservation releases itself.
+        // A column's reservation goes to the spare list; any other releases itself here.
+        if let Backing::Reserved(reservation) = std::mem::replace(&mut self.backing, Backing::None)
+        {
+            if self.column {
+                give_spare(reservation, &self.source);
+            }
+        }
     }
+}
+
+/// How many items of `size` bytes fit in `reservation`'s committed prefix past `offset`, up
+/// to `max_bytes` of them.
+fn items_in(reservation: &Reservation, offset: usize, max_bytes: usize, size: usize) -> usize {
+    reservation.committed_bytes().saturating_sub(offset).min(max_bytes) / size
 }
 
 fn dangling(align: usize) -> NonNull<u8> {

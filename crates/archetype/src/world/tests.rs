@@ -271,6 +271,140 @@ fn spawn_batch_clear_and_memory_stats() {
 }
 
 #[test]
+fn spawn_batch_writes_values_ticks_and_drops_each_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let first = world.spawn((Pos(-1.0, 0.0),));
+    world.despawn(first).unwrap(); // a freed index for the batch to reuse
+    world.increment_change_tick();
+    let tick = world.change_tick();
+    let es = world.spawn_batch((0..300).map(|i| (Tracked::new(&drops), Pos(i as f32, 1.0))));
+    assert_eq!(es.len(), 300);
+    assert_eq!(es[0].index(), first.index(), "the freed index is reused first");
+    world.check_invariants();
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 1.0)));
+        assert!(world.get::<Tracked>(e).is_some());
+    }
+    let loc = world.entities().location(es[7]).unwrap();
+    let table = &world.tables()[loc.table_id as usize];
+    for column in table.columns() {
+        assert!(column.added_ticks().iter().all(|&t| t == tick));
+        assert!(column.changed_ticks().iter().all(|&t| t == tick));
+    }
+    assert_eq!(table.entities(), &es[..]);
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    for &e in es.iter().step_by(2) {
+        world.despawn(e).unwrap();
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 150);
+    world.check_invariants();
+    // A second batch of the same bundle lands in the same table, after the survivors.
+    let more = world.spawn_batch((0..10).map(|i| (Tracked::new(&drops), Pos(i as f32, 2.0))));
+    assert_eq!(world.get::<Pos>(more[9]), Some(&Pos(9.0, 2.0)));
+    assert_eq!(world.get::<Pos>(es[1]), Some(&Pos(1.0, 1.0)));
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 310);
+}
+
+#[test]
+fn spawn_batch_without_a_size_hint_and_with_sparse_components() {
+    let mut world = sparse_world();
+    let mut i = 0;
+    let es = world.spawn_batch(std::iter::from_fn(|| {
+        i += 1;
+        (i <= 50).then_some((Pos(i as f32, 0.0), Sparse(i)))
+    }));
+    assert_eq!(es.len(), 50);
+    assert_eq!(world.get::<Sparse>(es[49]), Some(&Sparse(50)));
+    assert_eq!(world.get::<Pos>(es[0]), Some(&Pos(1.0, 0.0)));
+    let es = world.spawn_batch((0..1000).filter(|i| i % 3 == 0).map(|i| (Vel(i as f32, 0.0),)));
+    assert_eq!(es.len(), 334);
+    assert_eq!(world.get::<Vel>(es[333]), Some(&Vel(999.0, 0.0)));
+    world.check_invariants();
+}
+
+#[test]
+fn a_panicking_iterator_mid_batch_leaves_the_world_consistent() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let before = world.spawn((Tracked::new(&drops), Pos(0.5, 0.5)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn_batch((0..100).map(|i| {
+            assert!(i != 60, "the iterator panics");
+            (Tracked::new(&drops), Pos(i as f32, 0.0))
+        }))
+    }));
+    assert!(result.is_err());
+    assert_eq!(world.len(), 61, "the 60 entities spawned before the panic, and the first");
+    world.check_invariants();
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    assert_eq!(world.get::<Pos>(before), Some(&Pos(0.5, 0.5)));
+    let archetype =
+        &world.archetypes()[world.entities().location(before).unwrap().archetype_id as usize];
+    let mut xs: Vec<f32> =
+        archetype.entities().iter().map(|ae| world.get::<Pos>(ae.entity).unwrap().0).collect();
+    xs.sort_by(f32::total_cmp);
+    let mut expected: Vec<f32> = (0..60).map(|i| i as f32).chain([0.5]).collect();
+    expected.sort_by(f32::total_cmp);
+    assert_eq!(xs, expected);
+    // The world goes on working.
+    world.spawn_batch((0..5).map(|_| (Tracked::new(&drops), Pos(7.0, 7.0))));
+    world.check_invariants();
+    world.clear();
+    assert_eq!(drops.load(Ordering::SeqCst), 66);
+}
+
+#[test]
+fn planned_inserts_and_removes_keep_values_ticks_and_drops() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..20).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let spawned_at = world.change_tick();
+    world.increment_change_tick();
+    let inserted_at = world.change_tick();
+    for &e in es.iter().rev().step_by(3) {
+        world.insert(e, (Tracked::new(&drops), Vel(1.0, 2.0))).unwrap();
+    }
+    world.check_invariants();
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+        let moved = (19 - i) % 3 == 0;
+        assert_eq!(world.get::<Vel>(e).is_some(), moved);
+        if moved {
+            let loc = world.entities().location(e).unwrap();
+            let table = &world.tables()[loc.table_id as usize];
+            let pos = world.components().id::<Pos>().unwrap();
+            let vel = world.components().id::<Vel>().unwrap();
+            let row = loc.table_row as usize;
+            assert_eq!(table.column(pos).unwrap().added_ticks()[row], spawned_at);
+            assert_eq!(table.column(vel).unwrap().added_ticks()[row], inserted_at);
+        }
+    }
+    let mut removed = 0;
+    for &e in &es {
+        if let Some((tracked, vel)) = world.remove::<(Tracked, Vel)>(e) {
+            assert_eq!(vel, Vel(1.0, 2.0));
+            drop(tracked);
+            removed += 1;
+        }
+    }
+    assert_eq!(removed, 7);
+    assert_eq!(drops.load(Ordering::SeqCst), 7, "each removed value dropped once, by its owner");
+    assert!(matches!(
+        world.try_remove::<(Tracked, Vel)>(es[0]),
+        Err(EntityError::MissingComponent { .. })
+    ));
+    world.check_invariants();
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+    }
+    world.insert(es[4], (Tracked::new(&drops),)).unwrap();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 8);
+}
+
+#[test]
 fn storage_type_conflicts_are_errors() {
     let mut world = World::new();
     world.spawn((Pos(0.0, 0.0),));

@@ -238,3 +238,44 @@ fn shrinking_never_raises_capacity_past_the_maximum() {
     // SAFETY: the column holds u64s; `value` is a local, not in the column.
     assert!(unsafe { c.try_push((&value as *const u64).cast()) }.is_err());
 }
+
+#[test]
+fn a_dropped_columns_reservation_is_reused_warm() {
+    use crate::raw::{RawBuf, SMALL_COLUMN_BYTES};
+    // A maximum no other test uses, so no other column can take this reservation.
+    let max_bytes = (3 << 20) + 8 * 4096;
+    let layout = std::alloc::Layout::new::<u64>();
+    let mut a =
+        RawBuf::new_column(layout, SMALL_COLUMN_BYTES, max_bytes, crate::vm::default_source());
+    a.reserve(0, 10_000).unwrap();
+    assert!(a.is_reserved());
+    let (reserved, committed) = a.bytes();
+    assert!(committed >= 80_000 && reserved > max_bytes);
+    let page = a.ptr().as_ptr() as usize & !4095;
+    drop(a);
+    let mut b =
+        RawBuf::new_column(layout, SMALL_COLUMN_BYTES, max_bytes, crate::vm::default_source());
+    b.reserve(0, 5_000).unwrap();
+    assert_eq!(b.ptr().as_ptr() as usize & !4095, page, "the spare reservation came back");
+    assert_eq!(b.bytes(), (reserved, committed), "with its pages still committed");
+    assert_eq!(b.max_capacity(), max_bytes / 8, "colouring costs no capacity");
+}
+
+#[test]
+fn coloured_columns_keep_alignment_and_values() {
+    let mut pages = Column::of::<Align4096>();
+    let mut lines = Column::of::<Align64>();
+    for i in 0..8u64 {
+        push(&mut pages, Align4096(i));
+    }
+    for i in 0..1000u64 {
+        push(&mut lines, Align64(i));
+    }
+    assert!(pages.is_reserved() && lines.is_reserved());
+    assert_eq!(pages.as_ptr().as_ptr() as usize % 4096, 0);
+    assert_eq!(lines.as_ptr().as_ptr() as usize % 64, 0);
+    // SAFETY: the columns hold the types pushed.
+    let (p, l) = unsafe { (pages.as_slice::<Align4096>(), lines.as_slice::<Align64>()) };
+    assert!(p.iter().enumerate().all(|(i, v)| v.0 == i as u64));
+    assert!(l.iter().enumerate().all(|(i, v)| v.0 == i as u64));
+}

@@ -1,0 +1,100 @@
+//! A fixed amount of folio `World` work per workload, for profilers: `perf stat`, `perf record`
+//! and `valgrind --tool=callgrind` count the same work on every run (criterion's adaptive
+//! iteration counts would not), so instruction counts compare before and after a change.
+//!
+//! `cargo run --release -p folio-benches --bin world_profile -- <workload> [iterations]`, with
+//! workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component bundles),
+//! `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B` on
+//! 10,000 entities with `A`), `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m`
+//! (1,000,000 spawned, then despawned in a seeded random order).
+#![allow(dead_code)] // The components are payload: written, never read back.
+
+use std::hint::black_box;
+
+use folio_archetype::World;
+
+const N: usize = 10_000;
+
+#[derive(Clone, Copy)]
+struct Transform([[f32; 4]; 4]);
+#[derive(Clone, Copy)]
+struct Position([f32; 3]);
+#[derive(Clone, Copy)]
+struct Rotation([f32; 3]);
+#[derive(Clone, Copy)]
+struct Velocity([f32; 3]);
+#[derive(Clone, Copy)]
+struct A(f32);
+#[derive(Clone, Copy)]
+struct B(f32);
+#[derive(Clone, Copy)]
+struct Small([f32; 10]);
+
+fn bundle() -> (Transform, Position, Rotation, Velocity) {
+    (
+        Transform([[1.0; 4]; 4]),
+        Position([1.0, 0.0, 0.0]),
+        Rotation([0.0, 1.0, 0.0]),
+        Velocity([0.0, 0.0, 1.0]),
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let workload = args.get(1).map_or("simple_insert", String::as_str);
+    let iters: usize = args.get(2).map_or(100, |s| s.parse().unwrap());
+    match workload {
+        "simple_insert" => {
+            for _ in 0..iters {
+                let mut world = World::new();
+                black_box(world.spawn_batch((0..N).map(|_| bundle())));
+            }
+        }
+        "insert_loop" => {
+            for _ in 0..iters {
+                let mut world = World::new();
+                for _ in 0..N {
+                    black_box(world.spawn(bundle()));
+                }
+            }
+        }
+        "add_remove" => {
+            let mut world = World::new();
+            let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+            for _ in 0..iters {
+                for &e in &entities {
+                    world.insert(e, (B(0.0),)).unwrap();
+                }
+                for &e in &entities {
+                    black_box(world.remove::<(B,)>(e));
+                }
+            }
+        }
+        "spawn_1m" => {
+            for _ in 0..iters {
+                let mut world = World::new();
+                for i in 0..1_000_000 {
+                    black_box(world.spawn((Small([i as f32; 10]),)));
+                }
+            }
+        }
+        "despawn_1m" => {
+            let mut world = World::new();
+            let mut es: Vec<_> =
+                (0..1_000_000).map(|i| world.spawn((Small([i as f32; 10]),))).collect();
+            let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+            for i in (1..es.len()).rev() {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                es.swap(i, (z % (i as u64 + 1)) as usize);
+            }
+            for e in es {
+                world.despawn(e).unwrap();
+            }
+        }
+        other => panic!("unknown workload {other}"),
+    }
+}
