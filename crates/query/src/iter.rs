@@ -172,7 +172,7 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
     type Item = D::Item<'w>;
 
     /// The next row of the current table in `Tables` mode: a compare, an increment and the
-    /// fetch, inlined into the caller; everything else in [`Self::next_slow`].
+    /// fetch, inlined into the caller; everything else in `next_slow`.
     #[inline(always)]
     fn next(&mut self) -> Option<D::Item<'w>> {
         match &mut self.cursor {
