@@ -10,6 +10,10 @@
 //! - `add_remove`: a world of 10,000 entities with `A(f32)` is built untimed; the timed routine
 //!   inserts `B(f32)` into all of them, then removes `B` from all of them, leaving the world as it
 //!   found it. shipyard uses one borrowed `ViewMut<B>` for the whole pass, as ecs_bench_suite does.
+//! - `add_remove_sparse`: the same with `B` stored in a sparse set, where folio and bevy let a
+//!   game put a component it adds and removes often (bevy's own benches have this variant as
+//!   `add_remove_sparse_set`). shipyard stores everything in sparse sets, so its entry is the
+//!   same code as in `add_remove`; hecs has no sparse storage and is left out.
 //!
 //! The component types derive both bevy's and shipyard's `Component`; folio and hecs need no
 //! derive. Sample sizes and times are small, so the file runs in about a minute on 2 cores.
@@ -42,6 +46,11 @@ struct A(f32);
 
 #[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
 struct B(f32);
+
+/// `B` for the sparse-set variant: bevy fixes a component's storage in its derive.
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+#[component(storage = "SparseSet")]
+struct SparseB(f32);
 
 fn identity() -> Transform {
     let mut m = [[0.0; 4]; 4];
@@ -202,5 +211,48 @@ fn add_remove(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, simple_insert, simple_insert_loop, add_remove);
+fn add_remove_sparse(c: &mut Criterion) {
+    let mut group = group_config(c, "add_remove_sparse");
+    group.bench_function("folio", |b| {
+        let mut world = folio_archetype::World::new();
+        world.register_component::<SparseB>(folio_archetype::StorageType::SparseSet).unwrap();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+        b.iter(|| {
+            for &e in &entities {
+                world.insert(e, (SparseB(0.0),)).unwrap();
+            }
+            for &e in &entities {
+                black_box(world.remove::<(SparseB,)>(e));
+            }
+        })
+    });
+    group.bench_function("bevy", |b| {
+        let mut world = bevy_ecs::world::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn(A(0.0)).id()).collect();
+        b.iter(|| {
+            for &e in &entities {
+                world.entity_mut(e).insert(SparseB(0.0));
+            }
+            for &e in &entities {
+                world.entity_mut(e).remove::<SparseB>();
+            }
+        })
+    });
+    group.bench_function("shipyard", |b| {
+        let mut world = shipyard::World::new();
+        let entities: Vec<_> = (0..N).map(|_| world.add_entity((A(0.0),))).collect();
+        b.iter(|| {
+            let mut vb = world.borrow::<ViewMut<SparseB>>().unwrap();
+            for &e in &entities {
+                vb.add_component_unchecked(e, SparseB(0.0));
+            }
+            for &e in &entities {
+                black_box(vb.remove(e));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, simple_insert, simple_insert_loop, add_remove, add_remove_sparse);
 criterion_main!(benches);

@@ -5,13 +5,13 @@
 //! `cargo run --release -p folio-benches --bin world_profile -- <workload> [iterations]`, with
 //! workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component bundles),
 //! `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B` on
-//! 10,000 entities with `A`), `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m`
+//! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set), `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m`
 //! (1,000,000 spawned, then despawned in a seeded random order).
 #![allow(dead_code)] // The components are payload: written, never read back.
 
 use std::hint::black_box;
 
-use folio_archetype::World;
+use folio_archetype::{StorageType, World};
 
 const N: usize = 10_000;
 
@@ -60,6 +60,19 @@ fn main() {
         }
         "add_remove" => {
             let mut world = World::new();
+            let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+            for _ in 0..iters {
+                for &e in &entities {
+                    world.insert(e, (B(0.0),)).unwrap();
+                }
+                for &e in &entities {
+                    black_box(world.remove::<(B,)>(e));
+                }
+            }
+        }
+        "add_remove_sparse" => {
+            let mut world = World::new();
+            world.register_component::<B>(StorageType::SparseSet).unwrap();
             let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
             for _ in 0..iters {
                 for &e in &entities {

@@ -66,13 +66,18 @@ pub(crate) struct Edge {
     /// The archetype reached.
     pub(crate) to: ArchetypeId,
     /// The world's index of the move plan when the transition moves the entity's row to
-    /// another table and touches no sparse set ([`Edge::NO_PLAN`] otherwise).
+    /// another table and touches no sparse set; [`Edge::SPARSE`] when it touches only sparse
+    /// sets; [`Edge::NO_PLAN`] otherwise.
     pub(crate) plan: u32,
 }
 
 impl Edge {
     /// The edge takes the general path.
     pub(crate) const NO_PLAN: u32 = u32::MAX;
+    /// Every bundle component is sparse-set stored and new to the entity (insert) or held by it
+    /// (remove): the table row stays where it is, and only the sparse sets and the archetype's
+    /// entity list change.
+    pub(crate) const SPARSE: u32 = u32::MAX - 1;
 }
 
 /// The cached edge for bundle `bundle` among `edges`.

@@ -319,6 +319,13 @@ impl World {
                 !from_arch.contains(c)
                     && self.components.info(c).storage_type() == StorageType::Table
             });
+        // A sparse move: every bundle component is new to the entity and sparse-set stored, so
+        // the table row stays and only the sets and the archetype lists change.
+        let sparse = from != to
+            && ids.iter().all(|&c| {
+                !from_arch.contains(c)
+                    && self.components.info(c).storage_type() == StorageType::SparseSet
+            });
         let plan = if planned {
             let (old, new) = (from_arch.table_id(), self.archetypes[to.index()].table_id());
             debug_assert_ne!(old, new, "a new table component changes the table");
@@ -326,6 +333,8 @@ impl World {
             let bundle_cols =
                 ids.iter().map(|&c| dst.column_index(c).expect("the target has it") as u32);
             self.push_move_plan(old, new, bundle_cols.collect())
+        } else if sparse {
+            Edge::SPARSE
         } else {
             Edge::NO_PLAN
         };
@@ -363,6 +372,11 @@ impl World {
         let ids = self.bundles[b].ids();
         let planned = !ids.is_empty()
             && ids.iter().all(|&c| self.components.info(c).storage_type() == StorageType::Table);
+        // A sparse move: every bundle component is sparse-set stored, so the table row stays.
+        let sparse = !ids.is_empty()
+            && ids
+                .iter()
+                .all(|&c| self.components.info(c).storage_type() == StorageType::SparseSet);
         let plan = if planned {
             let old = self.archetypes[from.index()].table_id();
             let new = self.archetypes[to.index()].table_id();
@@ -371,6 +385,8 @@ impl World {
             let bundle_cols =
                 ids.iter().map(|&c| src.column_index(c).expect("the source has it") as u32);
             self.push_move_plan(old, new, bundle_cols.collect())
+        } else if sparse {
+            Edge::SPARSE
         } else {
             Edge::NO_PLAN
         };
@@ -382,7 +398,10 @@ impl World {
     fn push_move_plan(&mut self, from: TableId, to: TableId, bundle_cols: Box<[u32]>) -> u32 {
         let map = ColumnMap::new(&self.tables[from.index()], &self.tables[to.index()]);
         self.move_plans.push(MovePlan { map, bundle_cols });
-        u32::try_from(self.move_plans.len() - 1).expect("too many move plans")
+        u32::try_from(self.move_plans.len() - 1)
+            .ok()
+            .filter(|&plan| plan < Edge::SPARSE)
+            .expect("too many move plans")
     }
 
     // ----- entities -----
@@ -602,6 +621,9 @@ impl World {
         let from = ArchetypeId(loc.archetype_id);
         let edge = self.insert_edge(from, b);
         let tick = self.change_tick();
+        if edge.plan == Edge::SPARSE {
+            return self.insert_sparse(entity, loc, edge, bundle, tick);
+        }
         if edge.plan != Edge::NO_PLAN {
             return self.insert_planned(entity, loc, edge, bundle, tick);
         }
@@ -652,6 +674,45 @@ impl World {
         };
         self.finish_move(entity, loc, edge.to, new_table, moved);
         Ok(())
+    }
+
+    /// [`World::insert`] along an [`Edge::SPARSE`] edge: each value pushed into its set, the
+    /// entity moved to the target archetype's list; the table row stays.
+    fn insert_sparse<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        loc: EntityLocation,
+        edge: Edge,
+        bundle: B,
+        tick: u32,
+    ) -> Result<(), EntityError> {
+        let ids = self.bundles[edge.bundle as usize].ids();
+        // Reserve everything first, so nothing moves unless everything can. On error the
+        // bundle is dropped here, unmoved, and nothing changed.
+        for &c in ids {
+            self.sparse_sets[c.index()].as_mut().expect("made with archetype").try_reserve(1)?;
+        }
+        self.archetypes[edge.to.index()].reserve(1);
+        let sets = &mut self.sparse_sets;
+        bundle.get_components(|ptrs| {
+            for (&c, &ptr) in ids.iter().zip(ptrs) {
+                let set = sets[c.index()].as_mut().expect("made with archetype");
+                // SAFETY: the bundle's value of `c`'s type (its ids are in the bundle's
+                // order), moved in once; the entity is not in the set (the edge says every
+                // component is new) and room was reserved, so the insert cannot fail.
+                unsafe { set.insert(entity, ptr, tick) }.expect("room was reserved");
+            }
+        });
+        self.move_archetype(entity, loc, edge.to);
+        Ok(())
+    }
+
+    /// Moves `entity` (at `loc`) into archetype `to`'s list, keeping its table row.
+    fn move_archetype(&mut self, entity: Entity, mut loc: EntityLocation, to: ArchetypeId) {
+        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
+        loc.archetype_row = self.archetypes[to.index()].push(entity, loc.table_row);
+        loc.archetype_id = to.0;
+        self.entities.set_location(entity, loc);
     }
 
     /// Records a row move between tables done for `entity` (at `loc` before): fixes the
@@ -800,6 +861,9 @@ impl World {
                 self.remove_edge(from, b)
             }
         };
+        if edge.plan == Edge::SPARSE {
+            return Ok(self.remove_sparse(entity, loc, edge));
+        }
         if edge.plan != Edge::NO_PLAN {
             return self.remove_planned(entity, loc, edge);
         }
@@ -887,6 +951,33 @@ impl World {
         let moved = unsafe { src.move_row_mapped(row, dst, &plan.map, 0, |_, _| {}, |_, _| {}) };
         self.finish_move(entity, loc, edge.to, new_table, moved);
         Ok(bundle)
+    }
+
+    /// [`World::try_remove`] along an [`Edge::SPARSE`] edge: the bundle read out of its sets,
+    /// the entries forgotten, the entity moved to the target archetype's list. Allocates
+    /// nothing, so it cannot fail.
+    fn remove_sparse<B: Bundle>(&mut self, entity: Entity, loc: EntityLocation, edge: Edge) -> B {
+        let ids = self.bundles[edge.bundle as usize].ids();
+        let sets = &mut self.sparse_sets;
+        let mut next = 0;
+        let mut read = || {
+            let c = ids[next];
+            next += 1;
+            let set = sets[c.index()].as_ref().expect("made with archetype");
+            set.get(entity).expect("the archetype has it").as_ptr()
+        };
+        // SAFETY:
+        // - each pointer is the entity's live value of the next bundle component's type (the
+        //   ids are in the bundle's order); the sets forget (never drop) them below, so
+        //   ownership passes to the bundle.
+        let bundle = unsafe { B::from_components(&mut read) };
+        for &c in ids {
+            let set = sets[c.index()].as_mut().expect("made with archetype");
+            // SAFETY: the bundle took the value.
+            unsafe { set.remove_forget(entity) };
+        }
+        self.move_archetype(entity, loc, edge.to);
+        bundle
     }
 
     /// Moves the row at `loc` into table `to` (see [`Table::move_row`]), fixes the location of

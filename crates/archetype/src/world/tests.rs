@@ -405,6 +405,82 @@ fn planned_inserts_and_removes_keep_values_ticks_and_drops() {
 }
 
 #[test]
+fn sparse_inserts_and_removes_keep_values_ticks_and_drops() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    world.register_component::<Tracked>(StorageType::SparseSet).unwrap();
+    let es: Vec<Entity> = (0..20).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let tables_before = world.tables().len();
+    world.increment_change_tick();
+    let inserted_at = world.change_tick();
+    // Two passes over the same transition: the second takes only cached edges.
+    for pass in 0..2 {
+        let before = world.edge_stats();
+        for &e in es.iter().rev().step_by(3) {
+            world.insert(e, (Tracked::new(&drops), Sparse(e.index()))).unwrap();
+        }
+        world.check_invariants();
+        if pass == 1 {
+            assert_eq!(world.edge_stats().misses, before.misses, "every edge was cached");
+        }
+        // Both directions take the sparse path, not the general one.
+        let from = world.entities().location(es[0]).unwrap().archetype_id as usize;
+        let to = world.entities().location(es[1]).unwrap().archetype_id as usize;
+        assert!(world.archetypes()[from].insert_edges.iter().any(|e| e.plan == Edge::SPARSE));
+        let sparse = world.components().id::<Sparse>().unwrap();
+        let set = world.sparse_set(sparse).unwrap();
+        assert_eq!(set.len(), 7);
+        for (i, &e) in es.iter().enumerate() {
+            let loc = world.entities().location(e).unwrap();
+            assert_eq!(world.tables().len(), tables_before, "no table is made or entered");
+            assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+            let moved = (19 - i) % 3 == 0;
+            assert_eq!(world.get::<Sparse>(e), moved.then_some(&Sparse(e.index())));
+            assert_eq!(world.get::<Tracked>(e).is_some(), moved);
+            if moved {
+                let dense = set.dense_index(e).unwrap();
+                assert_eq!(set.added_ticks()[dense], inserted_at);
+                assert_eq!(set.changed_ticks()[dense], inserted_at);
+                assert!(world.archetypes()[loc.archetype_id as usize].contains(sparse));
+            }
+        }
+        let mut removed = 0;
+        for &e in &es {
+            if let Some((tracked, value)) = world.remove::<(Tracked, Sparse)>(e) {
+                if removed == 0 {
+                    let edges = &world.archetypes()[to].remove_edges;
+                    assert!(edges.iter().any(|e| e.plan == Edge::SPARSE));
+                }
+                assert_eq!(value, Sparse(e.index()));
+                drop(tracked);
+                removed += 1;
+            }
+        }
+        assert_eq!(removed, 7);
+        assert_eq!(drops.load(Ordering::SeqCst), 7 * (pass + 1), "each removed value once");
+        world.check_invariants();
+    }
+    assert!(matches!(
+        world.try_remove::<(Tracked, Sparse)>(es[0]),
+        Err(EntityError::MissingComponent { .. })
+    ));
+    // Removing one of the two keeps the other in its set.
+    world.insert(es[4], (Tracked::new(&drops), Sparse(4))).unwrap();
+    assert_eq!(world.remove::<(Sparse,)>(es[4]), Some((Sparse(4),)));
+    assert!(world.get::<Tracked>(es[4]).is_some());
+    world.check_invariants();
+    // A stale entity refuses the bundle and drops it once.
+    world.despawn(es[5]).unwrap();
+    assert!(matches!(
+        world.insert(es[5], (Tracked::new(&drops), Sparse(5))),
+        Err(EntityError::NoSuchEntity(e)) if e == es[5]
+    ));
+    assert_eq!(drops.load(Ordering::SeqCst), 15);
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 16, "the value left in the world dropped with it");
+}
+
+#[test]
 fn storage_type_conflicts_are_errors() {
     let mut world = World::new();
     world.spawn((Pos(0.0, 0.0),));
