@@ -47,8 +47,10 @@ unsafe impl<T: Component> WorldQuery for With<T> {
 
     unsafe fn init_fetch(_: &World, _: &ComponentTerm, _: u32, _: u32) {}
 
+    #[inline]
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
 
+    #[inline]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -97,8 +99,10 @@ unsafe impl<T: Component> WorldQuery for Without<T> {
 
     unsafe fn init_fetch(_: &World, _: &ComponentTerm, _: u32, _: u32) {}
 
+    #[inline]
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
 
+    #[inline]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -196,6 +200,7 @@ macro_rules! tick_filter {
                 TickFetch { ticks: NonNull::dangling(), sparse, last_run, this_run }
             }
 
+            #[inline]
             unsafe fn set_table<'w>(fetch: &mut TickFetch<'w>, state: &ComponentTerm, table: &'w Table) {
                 if fetch.sparse.is_some() {
                     return;
@@ -209,6 +214,7 @@ macro_rules! tick_filter {
                 }
             }
 
+            #[inline]
             unsafe fn set_archetype<'w>(
                 fetch: &mut TickFetch<'w>,
                 state: &ComponentTerm,
@@ -376,6 +382,7 @@ macro_rules! or_filter {
                 },)+)
             }
 
+            #[inline]
             unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table) {
                 let ($($state,)+) = state;
                 let ($($fetch,)+) = fetch;
@@ -388,6 +395,7 @@ macro_rules! or_filter {
                 )+
             }
 
+            #[inline]
             unsafe fn set_archetype<'w>(
                 fetch: &mut Self::Fetch<'w>,
                 state: &Self::State,

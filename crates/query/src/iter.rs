@@ -85,9 +85,11 @@ pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Enti
 
 impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
     /// Everything `next` does besides handing out the next row of the current table: entering
-    /// the next table, and the `Archetypes` and `Sparse` modes. Kept out of line so that the
-    /// per-row path of `next` stays small enough to inline into the caller's loop.
-    #[inline(never)]
+    /// the next table, and the `Archetypes` and `Sparse` modes. Inlined into the caller's loop
+    /// with the rest of `next`: out of line, it cost a call per table entered, and frag_iter
+    /// (20 rows a table) took 1.8x as long (858 ns vs 471 ns through `iter_mut`; simple_iter,
+    /// one table, unchanged).
+    #[inline(always)]
     fn next_slow(&mut self) -> Option<D::Item<'w>> {
         match &mut self.cursor {
             Cursor::Tables { ids, row, len } => loop {
