@@ -38,7 +38,7 @@ impl<'w> ColumnFetch<'w> {
     }
 
     /// Points at `table`'s column for `term` (table storage only; a no-op otherwise).
-    #[inline]
+    #[inline(always)]
     fn set_table(&mut self, term: &ComponentTerm, table: &'w Table) {
         if self.sparse.is_some() {
             return;
@@ -121,12 +121,12 @@ unsafe impl<T: Component> WorldQuery for &T {
         ColumnFetch::new(world, state)
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table<'w>(fetch: &mut ColumnFetch<'w>, state: &ComponentTerm, table: &'w Table) {
         fetch.set_table(state, table);
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(
         fetch: &mut ColumnFetch<'w>,
         state: &ComponentTerm,
@@ -281,7 +281,7 @@ unsafe impl<T: Component> WorldQuery for &mut T {
         WriteFetch { column: ColumnFetch::new(world, state), this_run, _marker: PhantomData }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table<'w>(
         fetch: &mut WriteFetch<'w, T>,
         state: &ComponentTerm,
@@ -290,7 +290,7 @@ unsafe impl<T: Component> WorldQuery for &mut T {
         fetch.column.set_table(state, table);
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(
         fetch: &mut WriteFetch<'w, T>,
         state: &ComponentTerm,
@@ -405,7 +405,7 @@ unsafe impl<D: QueryData> WorldQuery for Option<D> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table<'w>(fetch: &mut OptionFetch<'w, D>, state: &D::State, table: &'w Table) {
         fetch.matches = D::matches(state, &|id| table.column_index(id).is_some());
         if fetch.matches {
@@ -414,7 +414,7 @@ unsafe impl<D: QueryData> WorldQuery for Option<D> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(
         fetch: &mut OptionFetch<'w, D>,
         state: &D::State,
@@ -489,12 +489,12 @@ unsafe impl WorldQuery for Entity {
         EntityFetch { entities: NonNull::dangling() }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table(fetch: &mut EntityFetch, _: &(), table: &Table) {
         fetch.entities = NonNull::from(table.entities()).cast();
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut EntityFetch, _: &(), _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -566,7 +566,7 @@ macro_rules! tuple_query {
                 unsafe { ($($name::init_fetch(world, $state, last_run, this_run),)*) }
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table) {
                 let ($($state,)*) = state;
                 let ($($fetch,)*) = fetch;
@@ -574,7 +574,7 @@ macro_rules! tuple_query {
                 unsafe { $($name::set_table($fetch, $state, table);)* }
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_archetype<'w>(
                 fetch: &mut Self::Fetch<'w>,
                 state: &Self::State,

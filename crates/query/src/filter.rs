@@ -47,10 +47,10 @@ unsafe impl<T: Component> WorldQuery for With<T> {
 
     unsafe fn init_fetch(_: &World, _: &ComponentTerm, _: u32, _: u32) {}
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -99,10 +99,10 @@ unsafe impl<T: Component> WorldQuery for Without<T> {
 
     unsafe fn init_fetch(_: &World, _: &ComponentTerm, _: u32, _: u32) {}
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
 
-    #[inline]
+    #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -200,7 +200,7 @@ macro_rules! tick_filter {
                 TickFetch { ticks: NonNull::dangling(), sparse, last_run, this_run }
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_table<'w>(fetch: &mut TickFetch<'w>, state: &ComponentTerm, table: &'w Table) {
                 if fetch.sparse.is_some() {
                     return;
@@ -214,7 +214,7 @@ macro_rules! tick_filter {
                 }
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_archetype<'w>(
                 fetch: &mut TickFetch<'w>,
                 state: &ComponentTerm,
@@ -382,7 +382,7 @@ macro_rules! or_filter {
                 },)+)
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table) {
                 let ($($state,)+) = state;
                 let ($($fetch,)+) = fetch;
@@ -395,7 +395,7 @@ macro_rules! or_filter {
                 )+
             }
 
-            #[inline]
+            #[inline(always)]
             unsafe fn set_archetype<'w>(
                 fetch: &mut Self::Fetch<'w>,
                 state: &Self::State,

@@ -86,9 +86,11 @@ pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Enti
 impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
     /// Everything `next` does besides handing out the next row of the current table: entering
     /// the next table, and the `Archetypes` and `Sparse` modes. Inlined into the caller's loop
-    /// with the rest of `next`: out of line, it cost a call per table entered, and frag_iter
-    /// (20 rows a table) took 1.8x as long (858 ns vs 471 ns through `iter_mut`; simple_iter,
-    /// one table, unchanged).
+    /// with the rest of `next`, as are the fetches' `set_table` and `set_archetype`: then no
+    /// pointer to the iterator escapes into a call, so the optimiser keeps the row counter in
+    /// a register instead of storing and reloading it every row. Measured through `iter_mut`
+    /// (criterion, side by side): simple_iter 19.4 µs -> 14.7 µs; frag_iter (20 rows a table,
+    /// a call per table entered when out of line) 858 ns -> 484 ns.
     #[inline(always)]
     fn next_slow(&mut self) -> Option<D::Item<'w>> {
         match &mut self.cursor {
