@@ -33,6 +33,7 @@
 
 use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
+use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -513,8 +514,9 @@ impl Schedule {
 
 /// What the workers of one parallel segment share.
 ///
-/// A worker claims a ready node (first the segment's roots, in order, through an atomic
-/// cursor; then nodes made ready by a finishing predecessor, from `ready`), runs it, and makes
+/// A worker claims a ready node (first the segment's roots, in order, in chunks taken through
+/// an atomic cursor; then nodes made ready by a finishing predecessor, from `ready`), runs it,
+/// and makes
 /// ready each successor it was the last predecessor of. A worker stops when nothing is ready;
 /// a worker that makes nodes ready keeps going, so every ready node is claimed by someone, and
 /// wakes more workers (up to the thread count) when there is more ready work than itself. So a
@@ -556,13 +558,37 @@ impl<'a> Workers<'a> {
         }
     }
 
-    /// The next ready node, if any.
-    fn claim(&self) -> Option<usize> {
-        if self.next_root.load(Ordering::Relaxed) < self.roots.len() {
-            let r = self.next_root.fetch_add(1, Ordering::Relaxed);
-            if let Some(&k) = self.roots.get(r) {
-                return Some(k);
+    /// A chunk of the roots not claimed yet (indices into `roots`), if any are left.
+    ///
+    /// Guided self-scheduling: a chunk is the unclaimed roots divided by twice the number of
+    /// workers, at least one. Claiming one root at a time made every claim an atomic on a
+    /// cache line that all workers write, which cost about 90 ns per system (empty_systems/1000
+    /// on 2 threads took 4x as long as on one); chunks shrink as the roots run out, so the
+    /// last claims stay small and no worker is left holding much work while the others idle.
+    fn claim_roots(&self) -> Option<Range<usize>> {
+        let mut start = self.next_root.load(Ordering::Relaxed);
+        loop {
+            let left = self.roots.len().checked_sub(start).filter(|&left| left > 0)?;
+            let chunk = left.div_ceil(2 * self.max_workers);
+            match self.next_root.compare_exchange_weak(
+                start,
+                start + chunk,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(start..start + chunk),
+                Err(now) => start = now,
             }
+        }
+    }
+
+    /// The next ready node, if any: from the worker's chunk of roots, a new chunk, or `ready`.
+    fn claim(&self, chunk: &mut Range<usize>) -> Option<usize> {
+        if let Some(r) = chunk.next().or_else(|| {
+            *chunk = self.claim_roots()?;
+            chunk.next()
+        }) {
+            return Some(self.roots[r]);
         }
         self.ready.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
@@ -572,7 +598,8 @@ impl<'a> Workers<'a> {
     where
         'a: 'scope,
     {
-        while let Some(k) = self.claim() {
+        let mut chunk = 0..0;
+        while let Some(k) = self.claim(&mut chunk) {
             if self.abort.load(Ordering::Acquire) {
                 break;
             }
