@@ -512,6 +512,11 @@ impl Schedule {
     }
 }
 
+/// The most roots a worker claims at once. The bound keeps a worker that the OS deschedules
+/// (the caller works beside the pool's threads, so there can be more workers than cores) from
+/// holding more than a few microseconds of small systems while the others wait.
+const MAX_ROOT_CHUNK: usize = 16;
+
 /// What the workers of one parallel segment share.
 ///
 /// A worker claims a ready node (first the segment's roots, in order, in chunks taken through
@@ -561,15 +566,16 @@ impl<'a> Workers<'a> {
     /// A chunk of the roots not claimed yet (indices into `roots`), if any are left.
     ///
     /// Guided self-scheduling: a chunk is the unclaimed roots divided by twice the number of
-    /// workers, at least one. Claiming one root at a time made every claim an atomic on a
-    /// cache line that all workers write, which cost about 90 ns per system (empty_systems/1000
-    /// on 2 threads took 4x as long as on one); chunks shrink as the roots run out, so the
-    /// last claims stay small and no worker is left holding much work while the others idle.
+    /// workers, at least one and at most [`MAX_ROOT_CHUNK`]. Claiming one root at a time made
+    /// every claim an atomic on a cache line that all workers write, which cost about 90 ns per
+    /// system (empty_systems/1000 on 2 threads took 4x as long as on one); chunks shrink as the
+    /// roots run out, so the last claims stay small and no worker is left holding much work
+    /// while the others idle.
     fn claim_roots(&self) -> Option<Range<usize>> {
         let mut start = self.next_root.load(Ordering::Relaxed);
         loop {
             let left = self.roots.len().checked_sub(start).filter(|&left| left > 0)?;
-            let chunk = left.div_ceil(2 * self.max_workers);
+            let chunk = left.div_ceil(2 * self.max_workers).min(MAX_ROOT_CHUNK);
             match self.next_root.compare_exchange_weak(
                 start,
                 start + chunk,
