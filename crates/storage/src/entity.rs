@@ -266,13 +266,8 @@ impl Entities {
                 requested: index + 1,
             });
         }
-        let meta = EntityMeta {
-            generation: NonZeroU32::MIN,
-            alive: true,
-            location: EntityLocation::INVALID,
-        };
+        let meta = EntityMeta { generation: NonZeroU32::MIN, alive: true, location };
         self.metas.try_push(meta)?;
-        store_location(&mut self.metas[index].location, location);
         self.len += 1;
         // `index < max_len <= u32::MAX`.
         Ok(Entity { index: index as u32, generation: NonZeroU32::MIN })
