@@ -158,71 +158,42 @@ fn simple_insert_loop(c: &mut Criterion) {
 }
 
 fn add_remove(c: &mut Criterion) {
-    let mut group = group_config(c, "add_remove");
-    group.bench_function("folio", |b| {
-        let mut world = folio_archetype::World::new();
-        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
-        b.iter(|| {
-            for &e in &entities {
-                world.insert(e, (B(0.0),)).unwrap();
-            }
-            for &e in &entities {
-                black_box(world.remove::<(B,)>(e));
-            }
-        })
-    });
-    group.bench_function("bevy", |b| {
-        let mut world = bevy_ecs::world::World::new();
-        let entities: Vec<_> = (0..N).map(|_| world.spawn(A(0.0)).id()).collect();
-        b.iter(|| {
-            for &e in &entities {
-                world.entity_mut(e).insert(B(0.0));
-            }
-            for &e in &entities {
-                world.entity_mut(e).remove::<B>();
-            }
-        })
-    });
-    group.bench_function("hecs", |b| {
-        let mut world = hecs::World::new();
-        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
-        b.iter(|| {
-            for &e in &entities {
-                world.insert_one(e, B(0.0)).unwrap();
-            }
-            for &e in &entities {
-                black_box(world.remove_one::<B>(e).unwrap());
-            }
-        })
-    });
-    group.bench_function("shipyard", |b| {
-        let mut world = shipyard::World::new();
-        let entities: Vec<_> = (0..N).map(|_| world.add_entity((A(0.0),))).collect();
-        b.iter(|| {
-            let mut vb = world.borrow::<ViewMut<B>>().unwrap();
-            for &e in &entities {
-                vb.add_component_unchecked(e, B(0.0));
-            }
-            for &e in &entities {
-                black_box(vb.remove(e));
-            }
-        })
-    });
-    group.finish();
+    add_remove_group(c, "add_remove", B, folio_archetype::StorageType::Table, true);
 }
 
 fn add_remove_sparse(c: &mut Criterion) {
-    let mut group = group_config(c, "add_remove_sparse");
+    add_remove_group(
+        c,
+        "add_remove_sparse",
+        SparseB,
+        folio_archetype::StorageType::SparseSet,
+        false,
+    );
+}
+
+/// One add_remove group: `make(0.0)` (a component type whose bevy storage is fixed by its
+/// derive) inserted into and removed from every entity, folio storing it as `storage`; hecs,
+/// which has only table storage, runs when `with_hecs`.
+fn add_remove_group<T>(
+    c: &mut Criterion,
+    name: &str,
+    make: fn(f32) -> T,
+    storage: folio_archetype::StorageType,
+    with_hecs: bool,
+) where
+    T: bevy_ecs::component::Component + shipyard::Component + Send + Sync + 'static,
+{
+    let mut group = group_config(c, name);
     group.bench_function("folio", |b| {
         let mut world = folio_archetype::World::new();
-        world.register_component::<SparseB>(folio_archetype::StorageType::SparseSet).unwrap();
+        world.register_component::<T>(storage).unwrap();
         let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
         b.iter(|| {
             for &e in &entities {
-                world.insert(e, (SparseB(0.0),)).unwrap();
+                world.insert(e, (make(0.0),)).unwrap();
             }
             for &e in &entities {
-                black_box(world.remove::<(SparseB,)>(e));
+                black_box(world.remove::<(T,)>(e));
             }
         })
     });
@@ -231,20 +202,34 @@ fn add_remove_sparse(c: &mut Criterion) {
         let entities: Vec<_> = (0..N).map(|_| world.spawn(A(0.0)).id()).collect();
         b.iter(|| {
             for &e in &entities {
-                world.entity_mut(e).insert(SparseB(0.0));
+                world.entity_mut(e).insert(make(0.0));
             }
             for &e in &entities {
-                world.entity_mut(e).remove::<SparseB>();
+                world.entity_mut(e).remove::<T>();
             }
         })
     });
+    if with_hecs {
+        group.bench_function("hecs", |b| {
+            let mut world = hecs::World::new();
+            let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+            b.iter(|| {
+                for &e in &entities {
+                    world.insert_one(e, make(0.0)).unwrap();
+                }
+                for &e in &entities {
+                    black_box(world.remove_one::<T>(e).unwrap());
+                }
+            })
+        });
+    }
     group.bench_function("shipyard", |b| {
         let mut world = shipyard::World::new();
         let entities: Vec<_> = (0..N).map(|_| world.add_entity((A(0.0),))).collect();
         b.iter(|| {
-            let mut vb = world.borrow::<ViewMut<SparseB>>().unwrap();
+            let mut vb = world.borrow::<ViewMut<T>>().unwrap();
             for &e in &entities {
-                vb.add_component_unchecked(e, SparseB(0.0));
+                vb.add_component_unchecked(e, make(0.0));
             }
             for &e in &entities {
                 black_box(vb.remove(e));

@@ -5,8 +5,9 @@
 //! `cargo run --release -p folio-benches --bin world_profile -- <workload> [iterations]`, with
 //! workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component bundles),
 //! `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B` on
-//! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set), `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m`
-//! (1,000,000 spawned, then despawned in a seeded random order).
+//! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set),
+//! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
+//! despawned in a seeded random order).
 #![allow(dead_code)] // The components are payload: written, never read back.
 
 use std::hint::black_box;
@@ -39,6 +40,21 @@ fn bundle() -> (Transform, Position, Rotation, Velocity) {
     )
 }
 
+/// Inserts then removes `B`, stored as `storage`, on `N` entities with `A`, `iters` times.
+fn add_remove(storage: StorageType, iters: usize) {
+    let mut world = World::new();
+    world.register_component::<B>(storage).unwrap();
+    let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+    for _ in 0..iters {
+        for &e in &entities {
+            world.insert(e, (B(0.0),)).unwrap();
+        }
+        for &e in &entities {
+            black_box(world.remove::<(B,)>(e));
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workload = args.get(1).map_or("simple_insert", String::as_str);
@@ -58,31 +74,8 @@ fn main() {
                 }
             }
         }
-        "add_remove" => {
-            let mut world = World::new();
-            let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
-            for _ in 0..iters {
-                for &e in &entities {
-                    world.insert(e, (B(0.0),)).unwrap();
-                }
-                for &e in &entities {
-                    black_box(world.remove::<(B,)>(e));
-                }
-            }
-        }
-        "add_remove_sparse" => {
-            let mut world = World::new();
-            world.register_component::<B>(StorageType::SparseSet).unwrap();
-            let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
-            for _ in 0..iters {
-                for &e in &entities {
-                    world.insert(e, (B(0.0),)).unwrap();
-                }
-                for &e in &entities {
-                    black_box(world.remove::<(B,)>(e));
-                }
-            }
-        }
+        "add_remove" => add_remove(StorageType::Table, iters),
+        "add_remove_sparse" => add_remove(StorageType::SparseSet, iters),
         "spawn_1m" => {
             for _ in 0..iters {
                 let mut world = World::new();
