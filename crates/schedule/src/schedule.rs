@@ -521,12 +521,11 @@ const MAX_ROOT_CHUNK: usize = 16;
 ///
 /// A worker claims a ready node (first the segment's roots, in order, in chunks taken through
 /// an atomic cursor; then nodes made ready by a finishing predecessor, from `ready`), runs it,
-/// and makes
-/// ready each successor it was the last predecessor of. A worker stops when nothing is ready;
-/// a worker that makes nodes ready keeps going, so every ready node is claimed by someone, and
-/// wakes more workers (up to the thread count) when there is more ready work than itself. So a
-/// run costs a few task spawns per segment instead of one per system, and systems still run
-/// in parallel as soon as their predecessors are done.
+/// and makes ready each successor it was the last predecessor of. A worker stops when nothing
+/// is ready; a worker that makes nodes ready keeps going, so every ready node is claimed by
+/// someone, and wakes more workers (up to the thread count) when there is more ready work than
+/// itself. So a run costs a few task spawns per segment instead of one per system, and systems
+/// still run in parallel as soon as their predecessors are done.
 struct Workers<'a> {
     run_node: &'a (dyn Fn(usize) -> Result<(), String> + Sync),
     /// Per segment node: predecessors not finished yet.
