@@ -14,7 +14,7 @@
 
 use std::ptr::NonNull;
 
-use folio_storage::{Column, Entity, StorageError};
+use folio_storage::{Column, Entity, StorageConfig, StorageError};
 
 use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
@@ -43,14 +43,15 @@ pub struct TableColumn {
 }
 
 impl TableColumn {
-    fn new(components: &Components, id: ComponentId) -> Self {
+    fn new(components: &Components, id: ComponentId, config: &StorageConfig) -> Self {
         let info = components.info(id);
         Self {
-            // SAFETY: the registry records the layout and drop fn of one `Component` type,
-            // which is `Send + Sync`.
-            data: unsafe { Column::new(info.layout(), info.drop_fn()) },
-            added: Column::of::<u32>(),
-            changed: Column::of::<u32>(),
+            // SAFETY:
+            // - the registry records the layout and drop fn of one `Component` type, which is
+            //   `Send + Sync`.
+            data: unsafe { config.column(info.layout(), info.drop_fn()) },
+            added: config.column_of::<u32>(),
+            changed: config.column_of::<u32>(),
         }
     }
 
@@ -218,11 +219,20 @@ impl Table {
     /// An empty table for the sorted, distinct component ids `ids`, all registered in
     /// `components` with table storage.
     pub fn new(components: &Components, ids: &[ComponentId]) -> Self {
+        Self::with_config(components, ids, &StorageConfig::new())
+    }
+
+    /// An empty table like [`Table::new`], whose columns take their pages from `config`.
+    pub fn with_config(
+        components: &Components,
+        ids: &[ComponentId],
+        config: &StorageConfig,
+    ) -> Self {
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids must be sorted and distinct");
         Self {
             ids: ids.into(),
-            columns: ids.iter().map(|&id| TableColumn::new(components, id)).collect(),
-            entities: Column::of::<Entity>(),
+            columns: ids.iter().map(|&id| TableColumn::new(components, id, config)).collect(),
+            entities: config.column_of::<Entity>(),
             cap: 0,
         }
         .with_capacity_recorded()

@@ -20,7 +20,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
-use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation};
+use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation, StorageConfig};
 
 use crate::archetype::{Archetype, ArchetypeId, Edge, find_edge};
 use crate::bundle::{Bundle, BundleInfo, ComponentIds};
@@ -115,6 +115,8 @@ pub struct World {
     /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
     change_tick: AtomicU32,
     edge_stats: EdgeStats,
+    /// Where every column of this world takes its pages from.
+    storage: StorageConfig,
 }
 
 impl Default for World {
@@ -126,11 +128,20 @@ impl Default for World {
 impl World {
     /// An empty world.
     pub fn new() -> Self {
+        Self::with_storage(StorageConfig::new())
+    }
+
+    /// An empty world whose columns (tables, sparse sets, entity metas) take their pages from
+    /// `storage`'s page source and reserve `storage.reserve_bytes()` each: how a test hands a
+    /// world a fault-injecting source or small reservations, or a program caps its address
+    /// space. Every refused reservation or commit is an [`EntityError::Storage`] with the world
+    /// unchanged.
+    pub fn with_storage(storage: StorageConfig) -> Self {
         let components = Components::new();
         let mut world = Self {
             id: WorldId::next(),
-            entities: Entities::new(),
-            tables: vec![Table::new(&components, &[])],
+            entities: Entities::with_config(&storage),
+            tables: vec![Table::with_config(&components, &[], &storage)],
             components,
             table_index: AHashMap::default(),
             archetypes: Vec::new(),
@@ -144,6 +155,7 @@ impl World {
             resources: AHashMap::default(),
             change_tick: AtomicU32::new(1),
             edge_stats: EdgeStats::default(),
+            storage,
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty = world.archetype_for(ComponentIds::new());
@@ -267,17 +279,18 @@ impl World {
             }
             let info = self.components.info(c);
             self.sparse_sets[c.index()]
-                // SAFETY: the registry records the layout and drop fn of one `Component` type,
-                // which is `Send + Sync`.
+                // SAFETY:
+                // - the registry records the layout and drop fn of one `Component` type, which
+                //   is `Send + Sync`.
                 .get_or_insert_with(|| unsafe {
-                    ComponentSparseSet::new(info.layout(), info.drop_fn())
+                    ComponentSparseSet::with_config(info.layout(), info.drop_fn(), &self.storage)
                 });
         }
         let table_id = match self.table_index.get(&table_ids) {
             Some(&t) => t,
             None => {
                 let t = TableId(u32::try_from(self.tables.len()).expect("too many tables"));
-                self.tables.push(Table::new(&self.components, &table_ids));
+                self.tables.push(Table::with_config(&self.components, &table_ids, &self.storage));
                 self.table_index.insert(table_ids, t);
                 t
             }

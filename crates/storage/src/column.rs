@@ -101,6 +101,12 @@ impl Column {
         self.buf.capacity()
     }
 
+    /// The most items this column can ever hold (its reservation's size over the item size).
+    #[inline]
+    pub fn max_capacity(&self) -> usize {
+        self.buf.max_capacity()
+    }
+
     /// Whether the items live in a reservation, where they never move again.
     pub fn is_reserved(&self) -> bool {
         self.buf.is_reserved()

@@ -47,14 +47,15 @@
 //!
 //! This module has no `unsafe` code.
 
+use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::column::Column;
+use crate::config::StorageConfig;
 use crate::error::StorageError;
-use crate::vm::{DEFAULT_RESERVE_BYTES, default_source};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
 ///
@@ -180,14 +181,21 @@ impl Entities {
     /// An empty allocator with the default reservation for its metas
     /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES), 24 bytes per index).
     pub fn new() -> Self {
-        Self::from_metas(Metas::with_max_bytes(DEFAULT_RESERVE_BYTES), u32::MAX)
+        Self::with_config(&StorageConfig::new())
+    }
+
+    /// An empty allocator whose metas take their pages from `config` and reserve
+    /// [`StorageConfig::reserve_bytes`] (so at most that many bytes / 24 entities).
+    pub fn with_config(config: &StorageConfig) -> Self {
+        Self::from_metas(Metas::new(config.column_of::<EntityMeta>()), u32::MAX)
     }
 
     /// An empty allocator that hands out at most `max_entities` indices (and reserves address
     /// space for just that many metas).
     pub fn with_max_entities(max_entities: u32) -> Self {
         let bytes = (max_entities as usize).saturating_mul(size_of::<EntityMeta>());
-        Self::from_metas(Metas::with_max_bytes(bytes), max_entities)
+        let config = StorageConfig::new().with_reserve_bytes(bytes);
+        Self::from_metas(Metas::new(config.column_of::<EntityMeta>()), max_entities)
     }
 
     fn from_metas(metas: Metas, max_entities: u32) -> Self {
@@ -517,17 +525,11 @@ struct Metas {
 }
 
 impl Metas {
-    fn with_max_bytes(max_bytes: usize) -> Self {
-        // SAFETY: the layout is `EntityMeta`'s, which is `Copy` (no drop) and `Send + Sync`.
-        let column = unsafe {
-            Column::with_source(
-                std::alloc::Layout::new::<EntityMeta>(),
-                None,
-                max_bytes,
-                default_source(),
-            )
-        };
-        Self { column, max_len: max_bytes / size_of::<EntityMeta>() }
+    /// Metas in `column`, which must be empty and made for `EntityMeta`s.
+    fn new(column: Column) -> Self {
+        debug_assert!(column.is_empty() && column.item_layout() == Layout::new::<EntityMeta>());
+        let max_len = column.max_capacity();
+        Self { column, max_len }
     }
 
     #[inline]

@@ -10,6 +10,7 @@
 //! - [`VirtualVec`]: a `Vec` that never moves its elements.
 //! - [`VirtualPool`]: stable slots with an intrusive freelist and a validity bitset.
 //! - [`Column`]: the type-erased dense array that tables are made of.
+//! - [`StorageConfig`]: the page source and reservation size a world's containers share.
 //! - [`SparseSet`] and [`ComponentSparseSet`]: paged sparse arrays over dense data.
 //! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations.
 //! - [`HandleMap`]: generational handles over dense data.
@@ -20,6 +21,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod column;
+mod config;
 mod entity;
 mod error;
 mod handle_map;
@@ -33,6 +35,7 @@ pub mod vm;
 mod test_util;
 
 pub use column::{Column, DropFn, drop_fn_of, prefetch};
+pub use config::StorageConfig;
 pub use entity::{Entities, Entity, EntityLocation};
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};

@@ -22,7 +22,8 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
-use crate::column::{Column, DropFn};
+use crate::column::{Column, DropFn, drop_fn_of};
+use crate::config::StorageConfig;
 use crate::entity::Entity;
 use crate::error::StorageError;
 
@@ -79,24 +80,37 @@ impl ComponentSparseSet {
     /// # Safety
     /// - As for [`Column::new`]: `layout` and `drop` describe one `Send + Sync` type.
     pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
-        // SAFETY: forwarded from the caller.
-        let data = unsafe { Column::new(layout, drop) };
-        Self::with_data(data)
+        // SAFETY:
+        // - `layout` and `drop` describe one `Send + Sync` type (forwarded from the caller).
+        unsafe { Self::with_config(layout, drop, &StorageConfig::new()) }
+    }
+
+    /// An empty set of items with `layout`, dropped with `drop`, whose columns take their
+    /// pages from `config`.
+    ///
+    /// # Safety
+    /// - As for [`Column::new`]: `layout` and `drop` describe one `Send + Sync` type.
+    pub unsafe fn with_config(
+        layout: Layout,
+        drop: Option<DropFn>,
+        config: &StorageConfig,
+    ) -> Self {
+        Self {
+            sparse: SparseArray::default(),
+            entities: Vec::new(),
+            // SAFETY:
+            // - `layout` and `drop` describe one `Send + Sync` type (forwarded from the caller).
+            data: unsafe { config.column(layout, drop) },
+            added: config.column_of::<u32>(),
+            changed: config.column_of::<u32>(),
+        }
     }
 
     /// An empty set for values of type `T`.
     pub fn of<T: Send + Sync>() -> Self {
-        Self::with_data(Column::of::<T>())
-    }
-
-    fn with_data(data: Column) -> Self {
-        Self {
-            sparse: SparseArray::default(),
-            entities: Vec::new(),
-            data,
-            added: Column::of::<u32>(),
-            changed: Column::of::<u32>(),
-        }
+        // SAFETY:
+        // - the layout and the drop fn are both `T`'s, and `T` is `Send + Sync`.
+        unsafe { Self::new(Layout::new::<T>(), drop_fn_of::<T>()) }
     }
 
     /// The number of entities in the set.

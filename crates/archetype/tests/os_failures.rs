@@ -1,0 +1,385 @@
+//! The OS saying no: a refused commit at every point of a workload, an exhausted reservation,
+//! a reservation refused under `prlimit --as`, and the kernel's mapping-count limit. Each gives
+//! a typed [`EntityError::Storage`] with the world unchanged (every entity's values as before,
+//! invariants intact), and the world works again once memory is there.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use folio_archetype::vm::{FaultyPages, default_source};
+use folio_archetype::{Entity, EntityError, StorageConfig, StorageError, StorageType, World};
+
+/// A 64-byte table component: 256 fit in a column's heap block, so the 257th moves the column
+/// into its reservation.
+#[derive(Clone, Debug, PartialEq)]
+struct A(u64, [u8; 56]);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct B(u32);
+
+/// A sparse-set component.
+#[derive(Clone, Debug, PartialEq)]
+struct S([u64; 4]);
+
+/// Larger than a page: its column leaves the heap at the third row.
+#[derive(Clone, Debug, PartialEq)]
+struct Big([u8; 6000], u64);
+
+/// Counts live values, so the tests see that a failed operation dropped nothing it kept and
+/// kept nothing it dropped.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Carried by `A` so its values are counted.
+#[derive(Debug, PartialEq)]
+struct Counted(u64);
+
+impl Counted {
+    fn new(v: u64) -> Self {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Self(v)
+    }
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        Self::new(self.0)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn a(i: u64) -> A {
+    A(i, [i as u8; 56])
+}
+
+fn big(i: u64) -> Big {
+    Big([i as u8; 6000], i)
+}
+
+/// What every entity the test made should hold: `None` for a despawned one.
+type Expected = Vec<(Entity, Option<(Option<A>, Option<B>, Option<S>, Option<Big>)>)>;
+
+/// Checks the world against `expected`, value by value.
+fn check(world: &World, expected: &Expected) {
+    world.check_invariants();
+    let mut live = 0;
+    for (e, want) in expected {
+        match want {
+            None => assert!(!world.contains(*e), "{e} should be dead"),
+            Some((wa, wb, ws, wbig)) => {
+                live += 1;
+                assert_eq!(world.get::<A>(*e), wa.as_ref(), "{e}: A");
+                assert_eq!(world.get::<B>(*e), wb.as_ref(), "{e}: B");
+                assert_eq!(world.get::<S>(*e), ws.as_ref(), "{e}: S");
+                assert_eq!(world.get::<Big>(*e), wbig.as_ref(), "{e}: Big");
+            }
+        }
+    }
+    assert_eq!(world.len(), live, "live entities");
+}
+
+/// One step of the workload.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    SpawnA(u64),
+    SpawnBig(u64),
+    InsertB(usize),
+    InsertS(usize),
+    RemoveA(usize),
+    Despawn(usize),
+    Counted(usize),
+}
+
+/// A workload that makes every kind of column leave the heap and commit several steps: table
+/// columns and their ticks, sparse sets, the entity metas, rows moved between tables.
+fn workload() -> Vec<Step> {
+    let n = if cfg!(miri) { 300 } else { 3000 };
+    let mut steps: Vec<Step> = (0..n as u64).map(Step::SpawnA).collect();
+    steps.extend((0..n).step_by(2).map(Step::InsertB));
+    steps.extend((0..n).step_by(3).map(Step::InsertS));
+    steps.extend((0..n).step_by(5).map(Step::RemoveA));
+    steps.extend((0..n).step_by(7).map(Step::Despawn));
+    steps.extend((0..8).map(Step::SpawnBig));
+    steps.extend((0..n).step_by(11).map(Step::Counted));
+    steps
+}
+
+/// Runs one step; on `Ok` updates `expected`.
+fn apply(world: &mut World, expected: &mut Expected, step: Step) -> Result<(), EntityError> {
+    let entity = |i: usize, expected: &Expected| expected[i].0;
+    match step {
+        Step::SpawnA(i) => {
+            let e = world.try_spawn((a(i),))?;
+            expected.push((e, Some((Some(a(i)), None, None, None))));
+        }
+        Step::SpawnBig(i) => {
+            let e = world.try_spawn((big(i), B(i as u32)))?;
+            expected.push((e, Some((None, Some(B(i as u32)), None, Some(big(i))))));
+        }
+        Step::InsertB(i) => {
+            world.insert(entity(i, expected), (B(i as u32),))?;
+            expected[i].1.as_mut().unwrap().1 = Some(B(i as u32));
+        }
+        Step::InsertS(i) => {
+            world.insert(entity(i, expected), (S([i as u64; 4]),))?;
+            expected[i].1.as_mut().unwrap().2 = Some(S([i as u64; 4]));
+        }
+        Step::RemoveA(i) => {
+            let (removed,) = world.try_remove::<(A,)>(entity(i, expected))?;
+            let want = expected[i].1.as_mut().unwrap().0.take();
+            assert_eq!(Some(removed), want);
+        }
+        Step::Despawn(i) => {
+            // Entities 0, 35, 70, ... had `A` removed at step 5k and are despawned here.
+            world.despawn(entity(i, expected))?;
+            expected[i].1 = None;
+        }
+        Step::Counted(i) => {
+            // A spawn whose bundle owns counted values: on failure they must be dropped.
+            let e = world.try_spawn((Counted::new(i as u64), B(7)))?;
+            world.despawn(e)?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_refused_commit_anywhere_changes_nothing() {
+    // A fault-free run counts the commits the workload makes.
+    let counter = FaultyPages::failing_commit(0);
+    let config = StorageConfig::new().with_source(counter.clone());
+    let mut world = World::with_storage(config.clone());
+    world.register_component::<S>(StorageType::SparseSet).unwrap();
+    let mut clean = Expected::new();
+    for step in workload() {
+        apply(&mut world, &mut clean, step).unwrap();
+    }
+    let commits = counter.commits();
+    assert!(commits >= 10, "the workload commits {commits} times");
+    drop(world);
+
+    // Then fail each of those commits in turn (a sample of them under miri).
+    let sample = if cfg!(miri) { commits / 4 } else { 1 };
+    let mut failures = 0;
+    for k in (1..=commits).step_by(sample.max(1)) {
+        let source = Arc::new(FaultyPages::new(default_source(), k));
+        let mut world = World::with_storage(StorageConfig::new().with_source(source.clone()));
+        world.register_component::<S>(StorageType::SparseSet).unwrap();
+        let mut expected = Expected::new();
+        let live_before = LIVE.load(Ordering::Relaxed);
+        for step in workload() {
+            match apply(&mut world, &mut expected, step) {
+                Ok(()) => {}
+                Err(EntityError::Storage(StorageError::Commit { .. })) => {
+                    failures += 1;
+                    check(&world, &expected);
+                    assert_eq!(LIVE.load(Ordering::Relaxed), live_before, "{step:?}: leak");
+                    // Memory is back: the same step now succeeds.
+                    source.fail_commit_after(0);
+                    apply(&mut world, &mut expected, step).unwrap();
+                }
+                Err(e) => panic!("commit {k}, {step:?}: unexpected error {e}"),
+            }
+        }
+        check(&world, &expected);
+        assert_eq!(
+            expected.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+            clean.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+            "commit {k}: the world after the failure differs from the fault-free one"
+        );
+    }
+    assert!(failures > 0, "no injected failure reached the world");
+}
+
+#[test]
+fn an_exhausted_reservation_is_a_typed_error_and_space_comes_back() {
+    const RESERVE: usize = 64 << 10;
+    let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(RESERVE));
+    let mut expected = Expected::new();
+    let mut i = 0;
+    let err = loop {
+        match apply(&mut world, &mut expected, Step::SpawnA(i)) {
+            Ok(()) => i += 1,
+            Err(e) => break e,
+        }
+    };
+    // `A`'s column is full at 64 KiB / 64 bytes.
+    assert_eq!(i as usize, RESERVE / size_of::<A>());
+    assert!(
+        matches!(err, EntityError::Storage(StorageError::CapacityExceeded { capacity: 1024, .. })),
+        "{err}"
+    );
+    check(&world, &expected);
+    // Another table still has room.
+    let e = world.try_spawn((a(0), B(0))).expect("another table has room");
+    expected.push((e, Some((Some(a(0)), Some(B(0)), None, None))));
+    // Despawning frees rows; spawning works again.
+    for k in 0..10 {
+        apply(&mut world, &mut expected, Step::Despawn(k)).unwrap();
+    }
+    for k in 0..10 {
+        apply(&mut world, &mut expected, Step::SpawnA(1000 + k)).unwrap();
+    }
+    assert!(apply(&mut world, &mut expected, Step::SpawnA(5000)).is_err());
+    check(&world, &expected);
+}
+
+/// Set in the child process that [`a_refused_reservation_under_prlimit_is_a_typed_error`]
+/// starts under `prlimit --as`.
+const CHILD: &str = "FOLIO_PRLIMIT_CHILD";
+
+#[test]
+#[cfg_attr(miri, ignore = "starts a process")]
+fn a_refused_reservation_under_prlimit_is_a_typed_error() {
+    if std::env::var_os(CHILD).is_some() {
+        return prlimit_child();
+    }
+    // 2 GiB of address space: the test binary fits, a 16 GiB reservation does not.
+    let out = std::process::Command::new("prlimit")
+        .arg(format!("--as={}", 2u64 << 30))
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "a_refused_reservation_under_prlimit_is_a_typed_error"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("prlimit (util-linux) runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("refused reservation:"), "child did not run:\n{stdout}\n{stderr}");
+}
+
+/// Spawns until a column outgrows its heap block and asks for its reservation, which the
+/// address-space limit refuses; then checks the world and keeps using it.
+fn prlimit_child() {
+    let mut world = World::new();
+    let mut expected = Expected::new();
+    let mut i = 0;
+    let err = loop {
+        match apply(&mut world, &mut expected, Step::SpawnA(i)) {
+            Ok(()) => i += 1,
+            Err(e) => break e,
+        }
+        assert!(i < 100_000, "no reservation was refused under prlimit");
+    };
+    assert!(matches!(err, EntityError::Storage(StorageError::Reserve { .. })), "{err}");
+    println!("refused reservation: {err} after {i} spawns");
+    check(&world, &expected);
+    // Entities that fit in heap blocks elsewhere still work, and so do reads and despawns.
+    let e = world.try_spawn((B(1),)).unwrap();
+    expected.push((e, Some((None, Some(B(1)), None, None))));
+    for k in 0..i as usize / 2 {
+        apply(&mut world, &mut expected, Step::Despawn(k)).unwrap();
+    }
+    for k in 0..i / 2 {
+        apply(&mut world, &mut expected, Step::SpawnA(k)).unwrap();
+    }
+    check(&world, &expected);
+}
+
+/// Larger than a column's heap block: every table holding one has its own reservation.
+#[derive(Clone, Debug, PartialEq)]
+struct Huge([u8; 20_000]);
+
+macro_rules! markers {
+    ($($m:ident),*) => {
+        $(#[derive(Debug, Clone, Copy)] struct $m;)*
+        /// Inserts marker `i`.
+        const INSERT: &[fn(&mut World, Entity) -> Result<(), EntityError>] =
+            &[$(|w, e| w.insert(e, ($m,))),*];
+    };
+}
+markers!(M0, M1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11, M12, M13, M14, M15);
+
+/// Live OS mappings of this process.
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps").map_or(0, |s| s.lines().count())
+}
+
+/// Set in the child process of [`the_mapping_count_limit_is_a_typed_error`].
+const MAP_CHILD: &str = "FOLIO_MAP_COUNT_CHILD";
+
+#[test]
+#[cfg_attr(miri, ignore = "starts a process")]
+fn the_mapping_count_limit_is_a_typed_error() {
+    if std::env::var_os(MAP_CHILD).is_some() {
+        return map_count_child();
+    }
+    // In a child process: the test exhausts the process's mappings, which other tests running
+    // beside it in this one would feel.
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "the_mapping_count_limit_is_a_typed_error"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(MAP_CHILD, "1")
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("mapping limit:"), "child did not run:\n{stdout}\n{stderr}");
+    println!("{stdout}");
+}
+
+/// Makes tables whose `Huge` column has its own reservation (two kernel mappings each, with
+/// 1 MiB reservations so address space is not what runs out) until the kernel refuses a
+/// mapping; then checks that the world is unchanged and still works.
+fn map_count_child() {
+    let limit: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65_530);
+    let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(1 << 20));
+    let mut made: Vec<(Entity, u32)> = Vec::new();
+    let mut error = None;
+    'combos: for k in 1..=0xFFFFu32 {
+        let combo = k.wrapping_mul(40_503) & 0xFFFF;
+        let e = match world.try_spawn((Huge([combo as u8; 20_000]),)) {
+            Ok(e) => e,
+            Err(err) => {
+                error = Some(err);
+                break;
+            }
+        };
+        let mut have = 0;
+        for (bit, insert) in INSERT.iter().enumerate() {
+            if combo & (1 << bit) != 0 {
+                if let Err(err) = insert(&mut world, e) {
+                    error = Some(err);
+                    made.push((e, have));
+                    break 'combos;
+                }
+                have |= 1 << bit;
+            }
+        }
+        made.push((e, combo));
+    }
+    let err = error.expect("the mapping limit was never reached");
+    assert!(
+        matches!(
+            err,
+            EntityError::Storage(StorageError::Reserve { .. } | StorageError::Commit { .. })
+        ),
+        "{err}"
+    );
+    let at = mappings();
+    println!(
+        "mapping limit: {err} with {at} mappings (vm.max_map_count {limit}), {} tables, {} entities",
+        world.tables().len(),
+        made.len()
+    );
+    assert!(at + 100 > limit, "refused at {at} mappings, far below the limit {limit}");
+    world.check_invariants();
+    for &(e, combo) in made.iter().step_by(101) {
+        assert_eq!(world.get::<Huge>(e).map(|h| h.0[0]), Some(combo as u8));
+    }
+    // Freeing tables' rows does not unmap reservations, but entities in existing tables work.
+    let (e, _) = made[0];
+    world.despawn(e).unwrap();
+    let again = world.try_spawn((Huge([7; 20_000]),)).unwrap();
+    assert_eq!(world.get::<Huge>(again).map(|h| h.0[0]), Some(7));
+    world.check_invariants();
+}
