@@ -1223,12 +1223,28 @@ impl World {
         }
         let table_rows: usize = self.tables.iter().map(Table::len).sum();
         assert_eq!(table_rows, self.entities.len(), "table rows vs live entities");
-        for set in self.sparse_sets.iter().flatten() {
+        for (t, table) in self.tables.iter().enumerate() {
+            for (row, &e) in table.entities().iter().enumerate() {
+                let loc = self.entities.location(e).unwrap_or_else(|| {
+                    panic!("{e} in row {row} of table {t} is dead");
+                });
+                assert_eq!((loc.table_id as usize, loc.table_row as usize), (t, row), "{e}: row");
+            }
+        }
+        for (c, set) in self.sparse_sets.iter().enumerate() {
+            let Some(set) = set else { continue };
             assert_eq!(set.column().len(), set.len(), "sparse values length");
             assert_eq!(set.added_ticks().len(), set.len(), "sparse added ticks length");
             assert_eq!(set.changed_ticks().len(), set.len(), "sparse changed ticks length");
-            for &e in set.entities() {
-                assert!(self.entities.is_alive(e), "sparse set holds dead {e}");
+            for (dense, &e) in set.entities().iter().enumerate() {
+                let loc = self.entities.location(e);
+                let loc = loc.unwrap_or_else(|| panic!("sparse set {c} holds dead {e}"));
+                assert_eq!(set.dense_index(e), Some(dense), "sparse set {c}: {e}'s mapping");
+                let archetype = &self.archetypes[loc.archetype_id as usize];
+                assert!(
+                    archetype.sparse_components().contains(&ComponentId::new(c as u32)),
+                    "sparse set {c} holds {e}, whose archetype lacks the component"
+                );
             }
         }
     }

@@ -628,3 +628,45 @@ proptest! {
         }
     }
 }
+
+/// `check_invariants` is what the panic-safety tests lean on, so it must notice each kind of
+/// breakage it claims to check.
+#[test]
+#[cfg_attr(miri, ignore = "catches panics it provokes on purpose; nothing unsafe runs")]
+fn check_invariants_notices_broken_worlds() {
+    fn broken(corrupt: impl FnOnce(&mut World, Entity, Entity)) -> bool {
+        let mut world = sparse_world();
+        let a = world.spawn((Pos(0.0, 0.0), Sparse(1)));
+        let b = world.spawn((Pos(1.0, 1.0), Vel(0.0, 0.0)));
+        world.check_invariants();
+        corrupt(&mut world, a, b);
+        let world = std::panic::AssertUnwindSafe(world);
+        std::panic::catch_unwind(|| world.check_invariants()).is_err()
+    }
+    // A wrong table row in an entity's location.
+    assert!(broken(|w, a, _| {
+        let mut loc = w.entities.location(a).unwrap();
+        loc.table_row += 1;
+        w.entities.set_location(a, loc);
+    }));
+    // A wrong archetype in an entity's location.
+    assert!(broken(|w, a, b| {
+        let other = w.entities.location(b).unwrap();
+        let mut loc = w.entities.location(a).unwrap();
+        loc.archetype_id = other.archetype_id;
+        w.entities.set_location(a, loc);
+    }));
+    // A sparse-set value left behind for an entity whose archetype lacks the component.
+    assert!(broken(|w, _, b| {
+        let id = w.components.id::<Sparse>().unwrap();
+        let set = w.sparse_sets[id.index()].as_mut().unwrap();
+        let value = std::mem::ManuallyDrop::new(Sparse(9));
+        // SAFETY:
+        // - the pointer is a `Sparse`, the set's type, moved in once (`ManuallyDrop`).
+        unsafe { set.insert(b, (&raw const value).cast_mut().cast(), 0) }.unwrap();
+    }));
+    // An entity freed behind the world's back.
+    assert!(broken(|w, _, b| {
+        w.entities.free(b);
+    }));
+}
