@@ -159,7 +159,7 @@ fn a_refused_commit_anywhere_changes_nothing() {
         apply(&mut world, &mut clean, step).unwrap();
     }
     let commits = counter.commits();
-    assert!(commits >= 10, "the workload commits {commits} times");
+    assert!(commits >= if cfg!(miri) { 3 } else { 10 }, "the workload commits {commits} times");
     drop(world);
 
     // Then fail each of those commits in turn (a sample of them under miri).
