@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use folio::archetype::ComponentError;
 use folio::prelude::*;
 use folio::query::QueryData;
 use folio::storage::StorageError;
@@ -285,6 +286,60 @@ fn stale_entity_commands_despawn_insert_remove_and_entity() {
 }
 
 // ----- bundles -----
+
+#[test]
+fn duplicate_component_in_a_bundle() {
+    let drops = Drops::default();
+    let mut world = world();
+    let keep = world.spawn((Val(1), drops.make(1)));
+    let is_duplicate = |err: &EntityError| {
+        matches!(err, EntityError::Component(ComponentError::DuplicateComponent { name, .. })
+            if name.contains("Tracked"))
+    };
+    // try_spawn: a typed error naming the type; both values dropped, nothing spawned.
+    let err = world.try_spawn((drops.make(2), Val(2), drops.make(3))).unwrap_err();
+    assert!(is_duplicate(&err), "{err}");
+    assert!(err.to_string().contains("more than once"), "{err}");
+    assert_eq!(drops.count(), 2);
+    // spawn and spawn_batch: a panic with the same message.
+    let message = panic_message(|| {
+        world.spawn((drops.make(4), drops.make(5)));
+    });
+    assert!(message.contains("World::spawn") && message.contains("more than once"), "{message}");
+    let message = panic_message(|| {
+        world.spawn_batch((0..3).map(|i| (Val(i), Val(i))));
+    });
+    assert!(message.contains("more than once"), "{message}");
+    assert_eq!(drops.count(), 4);
+    // insert and try_remove: typed errors, the entity unchanged.
+    let err = world.insert(keep, (drops.make(6), Extra(0), drops.make(7))).unwrap_err();
+    assert!(is_duplicate(&err), "{err}");
+    assert_eq!(drops.count(), 6);
+    let err = world.try_remove::<(Tracked, Tracked)>(keep).unwrap_err();
+    assert!(is_duplicate(&err), "{err}");
+    assert!(world.remove::<(Val, Val)>(keep).is_none());
+    // Commands: skipped and counted, and the reserved entity of a refused spawn is not left
+    // behind empty.
+    let d = drops.clone();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(move |mut c: Commands| {
+        c.spawn((d.make(8), d.make(9)));
+        c.insert(keep, (d.make(10), d.make(11)));
+        c.remove::<(Val, Val)>(keep);
+    });
+    schedule.run(&mut world).unwrap();
+    let stats = schedule.command_stats();
+    assert_eq!((stats.applied, stats.skipped), (0, 3), "{stats:?}");
+    assert!(stats.recent_skips.iter().all(|m| m.contains("more than once")), "{stats:?}");
+    assert_eq!(drops.count(), 10);
+    assert_eq!(world.len(), 1, "no entity left behind by the refused spawn");
+    world.check_invariants();
+    assert_eq!(world.get::<Val>(keep), Some(&Val(1)));
+    assert_eq!(world.get::<Tracked>(keep).map(|t| t.id), Some(1));
+    assert!(!world.has::<Extra>(keep));
+    drop(world);
+    assert_eq!(drops.count(), 11);
+}
 
 // ----- access -----
 
