@@ -601,6 +601,46 @@ fn panicking_drop_during_remove() {
 }
 
 #[test]
+fn panicking_drop_during_an_insert_that_moves_the_row() {
+    let (mut world, drops, bad, others) = world_with_a_panicking_value();
+    // `bad` has Tracked (panicking) and Other; the bundle replaces both and adds Extra, which
+    // moves the row to another table. The old Tracked's drop panics.
+    let message = panic_message(|| {
+        world.insert(bad, (drops.make(60), Other(drops.make(160)), Extra(60))).unwrap();
+    });
+    assert!(message.contains("Tracked 50"), "{message}");
+    check_others(&world, &others);
+    // The insert is complete: every new value is in, every old one dropped once.
+    assert_eq!(world.get::<Tracked>(bad).map(|t| t.id), Some(60));
+    assert_eq!(world.get::<Other>(bad).map(|o| o.0.id), Some(160));
+    assert_eq!(world.get::<Extra>(bad), Some(&Extra(60)));
+    assert_eq!(world.get::<InSet>(bad).map(|s| s.0.id), Some(250));
+    assert_eq!(drops.count(), 2, "the old Tracked and the old Other");
+    drop(world);
+    assert_eq!(drops.count(), MADE + 2);
+}
+
+#[test]
+fn panicking_drop_during_an_insert_that_replaces_in_place() {
+    let (mut world, drops, bad, others) = world_with_a_panicking_value();
+    // Same archetype: a sparse value, then the panicking table value, then another table
+    // value are replaced in place.
+    let message = panic_message(|| {
+        world
+            .insert(bad, (InSet(drops.make(270)), drops.make(70), Other(drops.make(170))))
+            .unwrap();
+    });
+    assert!(message.contains("Tracked 50"), "{message}");
+    check_others(&world, &others);
+    assert_eq!(world.get::<InSet>(bad).map(|s| s.0.id), Some(270));
+    assert_eq!(world.get::<Tracked>(bad).map(|t| t.id), Some(70));
+    assert_eq!(world.get::<Other>(bad).map(|o| o.0.id), Some(170));
+    assert_eq!(drops.count(), 3, "the three old values");
+    drop(world);
+    assert_eq!(drops.count(), MADE + 3);
+}
+
+#[test]
 fn panicking_drop_during_world_drop() {
     let (mut world, drops, _, _) = world_with_a_panicking_value();
     world.insert_resource(Other(drops.make(300)));
