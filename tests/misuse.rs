@@ -649,6 +649,27 @@ fn panicking_drop_during_world_drop() {
     assert_eq!(drops.count(), MADE + 1, "every value and resource dropped exactly once");
 }
 
+#[test]
+fn panicking_drop_during_world_clear() {
+    let (mut world, drops, bad, others) = world_with_a_panicking_value();
+    let mut q = world.query::<(Entity, &Val)>();
+    let message = panic_message(|| world.clear());
+    assert!(message.contains("Tracked 50"), "{message}");
+    // Every entity is gone and every value dropped once; no table keeps a row.
+    world.check_invariants();
+    assert!(world.is_empty());
+    assert!(!world.contains(bad) && others.iter().all(|&(e, _)| !world.contains(e)));
+    assert_eq!(drops.count(), MADE);
+    assert_eq!(world.tables().iter().map(|t| t.len()).sum::<usize>(), 0);
+    assert_eq!(q.iter(&world).count(), 0);
+    // The world is usable again.
+    let e = world.spawn((Val(1), drops.make(1), InSet(drops.make(2))));
+    assert_eq!(q.iter(&world).map(|(e, v)| (e, v.0)).collect::<Vec<_>>(), [(e, 1)]);
+    world.check_invariants();
+    drop(world);
+    assert_eq!(drops.count(), MADE + 2);
+}
+
 // ----- systems and commands -----
 
 #[test]

@@ -27,6 +27,7 @@ use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
 use crate::table::{ColumnMap, MovedRow, Table, TableId};
+use crate::unwind::for_each_finishing;
 
 /// How many ticks old a stored tick may get before [`World::check_change_ticks`] clamps it:
 /// three quarters of the `u32` range, as bevy_ecs does, leaving a quarter for the time between
@@ -1054,18 +1055,23 @@ impl World {
     }
 
     /// Despawns every entity and drops every component; keeps archetypes, tables and memory.
+    ///
+    /// If a component's `Drop` panics, every other component is still dropped, and the world
+    /// is empty and consistent, before the panic continues.
     pub fn clear(&mut self) {
         self.flush();
         self.entities.clear();
         for archetype in &mut self.archetypes {
             archetype.clear_entities();
         }
-        for set in self.sparse_sets.iter_mut().flatten() {
-            set.clear();
-        }
-        for table in &mut self.tables {
-            table.clear();
-        }
+        // Dropping the values runs user code: a panic in one set or table must not leave the
+        // others holding rows of entities that are already gone.
+        let Self { sparse_sets, tables, .. } = self;
+        let sets = sparse_sets.len();
+        for_each_finishing(0..sets + tables.len(), |i| match sparse_sets.get_mut(i) {
+            Some(set) => set.as_mut().map_or((), ComponentSparseSet::clear),
+            None => tables[i - sets].clear(),
+        });
     }
 
     // ----- ticks -----
