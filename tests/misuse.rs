@@ -2,6 +2,11 @@
 //! behaviour (a typed error, `None`, a skipped-and-counted command, or a panic with a clear
 //! message) and that nothing was lost on the way: the other entities' values are intact, every
 //! component is dropped exactly once, and `World::check_invariants` holds afterwards.
+//!
+//! Under miri, the tests that run a `Schedule` start rayon's pool and need the flags given in
+//! `crates/query/tests/parallel.rs` (`-Zmiri-tree-borrows -Zmiri-ignore-leaks
+//! -Zmiri-disable-isolation`); the others also pass with `-Zmiri-strict-provenance` and leak
+//! checking on.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
