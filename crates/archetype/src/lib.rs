@@ -29,6 +29,7 @@ mod bundle;
 mod component;
 mod error;
 mod table;
+mod unwind;
 mod world;
 
 pub use archetype::{Archetype, ArchetypeEntity, ArchetypeId};

@@ -18,6 +18,7 @@ use folio_storage::{Column, Entity, StorageConfig, StorageError};
 
 use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
+use crate::unwind::for_each_finishing;
 
 /// A table's index in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -640,13 +641,18 @@ impl Table {
     }
 
     /// Drops every row.
+    ///
+    /// If a component's `Drop` panics, every column is still emptied (each value dropped once)
+    /// before the panic continues.
     pub fn clear(&mut self) {
+        // No user code runs here: the entities and ticks need no drop.
+        self.entities.clear();
         for column in self.columns.iter_mut() {
-            column.data.clear();
             column.added.clear();
             column.changed.clear();
         }
-        self.entities.clear();
+        // Each column drops all its values even if one panics; the other columns follow.
+        for_each_finishing(self.columns.iter_mut(), |column| column.data.clear());
     }
 }
 

@@ -27,6 +27,7 @@ use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
 use crate::table::{ColumnMap, MovedRow, Table, TableId};
+use crate::unwind::for_each_finishing;
 
 /// How many ticks old a stored tick may get before [`World::check_change_ticks`] clamps it:
 /// three quarters of the `u32` range, as bevy_ecs does, leaving a quarter for the time between
@@ -619,7 +620,9 @@ impl World {
 
     /// Adds the components of `bundle` to `entity`, replacing (and dropping) any it already has.
     ///
-    /// On error nothing changed and the bundle is dropped.
+    /// On error nothing changed and the bundle is dropped. If a replaced value's `Drop` panics,
+    /// the insert is still complete (every new value in, every old one dropped once) before the
+    /// panic continues.
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
         self.flush();
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
@@ -813,27 +816,29 @@ impl World {
             self.move_archetype(entity, loc, to);
         }
         // Components the entity had already: replace in place, last, as dropping the old
-        // values runs user code. The entity is consistent whatever happens here.
-        let from_arch = &self.archetypes[from.index()];
-        for (i, &c) in ids.iter().enumerate() {
-            if !from_arch.contains(c) {
-                continue;
-            }
-            match self.components.info(c).storage_type() {
-                StorageType::Table => {
-                    let column = self.tables[new_table.index()].column_mut(c).expect("has c");
-                    column.changed_ticks_mut()[loc.table_row as usize] = tick;
-                    // SAFETY: the row is live; the value is of `c`'s type, moved in once.
-                    unsafe { column.data_mut().replace_unchecked(loc.table_row as usize, ptrs[i]) };
-                }
-                StorageType::SparseSet => {
-                    let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
-                    // SAFETY: replacing an existing entry allocates nothing and cannot fail;
-                    // the value is of `c`'s type, moved in once.
-                    unsafe { set.insert(entity, ptrs[i], tick) }.expect("replacing cannot fail");
-                }
-            }
-        }
+        // values runs user code. The entity is consistent whatever happens here, and if an old
+        // value's `Drop` panics, the replacer still moves the bundle's other values in (none
+        // leaks, every old value is dropped once) before the panic continues.
+        // SAFETY:
+        // - `ptrs[i]` is bundle `b`'s value for `ids[i]`, owned here (caller); the ones for
+        //   components `from` lacks were moved into storage above, the others are not used
+        //   again.
+        // - the entity is now in archetype `to`, which has every component of `from`, at
+        //   `loc.table_row` of table `new_table`; the sparse sets of `from` hold it.
+        let mut replacer = unsafe {
+            Replacer::new(
+                &self.components,
+                &self.archetypes[from.index()],
+                &mut self.tables[new_table.index()],
+                &mut self.sparse_sets,
+                entity,
+                loc.table_row as usize,
+                tick,
+                &ids,
+                ptrs,
+            )
+        };
+        replacer.run();
         Ok(())
     }
 
@@ -1063,18 +1068,23 @@ impl World {
     }
 
     /// Despawns every entity and drops every component; keeps archetypes, tables and memory.
+    ///
+    /// If a component's `Drop` panics, every other component is still dropped, and the world
+    /// is empty and consistent, before the panic continues.
     pub fn clear(&mut self) {
         self.flush();
         self.entities.clear();
         for archetype in &mut self.archetypes {
             archetype.clear_entities();
         }
-        for set in self.sparse_sets.iter_mut().flatten() {
-            set.clear();
-        }
-        for table in &mut self.tables {
-            table.clear();
-        }
+        // Dropping the values runs user code: a panic in one set or table must not leave the
+        // others holding rows of entities that are already gone.
+        let Self { sparse_sets, tables, .. } = self;
+        let sets = sparse_sets.len();
+        for_each_finishing(0..sets + tables.len(), |i| match sparse_sets.get_mut(i) {
+            Some(set) => set.as_mut().map_or((), ComponentSparseSet::clear),
+            None => tables[i - sets].clear(),
+        });
     }
 
     // ----- ticks -----
@@ -1397,6 +1407,84 @@ impl Drop for Resource {
     fn drop(&mut self) {
         // SAFETY: `ptr` is the box made in `new`, dropped only here or in `into_inner`.
         unsafe { (self.drop)(self.ptr) }
+    }
+}
+
+/// Replaces the components an entity already has with a bundle's values, in the bundle's
+/// order; when an old value's `Drop` panics, its own `Drop` (run while unwinding) replaces the
+/// rest, so every new value is moved in once and every old one dropped once.
+struct Replacer<'a> {
+    components: &'a Components,
+    /// The archetype the entity had before the insert: the bundle components it contains
+    /// are the ones to replace.
+    had: &'a Archetype,
+    /// The entity's table; `row` is its live row there, with a column for every table
+    /// component of `had`.
+    table: &'a mut Table,
+    /// Holds the entity for every sparse component of `had`.
+    sets: &'a mut [Option<ComponentSparseSet>],
+    entity: Entity,
+    row: usize,
+    tick: u32,
+    /// `ptrs[i]` is a live value of `ids[i]`'s type, owned by the replacer from `next` on
+    /// (for the components `had` contains).
+    ids: &'a [ComponentId],
+    ptrs: &'a [*mut u8],
+    next: usize,
+}
+
+impl<'a> Replacer<'a> {
+    /// # Safety
+    /// - `ptrs[i]` is a live value of `ids[i]`'s type, which the replacer then owns for every
+    ///   `ids[i]` that `had` contains, and is not used by the caller again.
+    /// - `row` is `entity`'s live row in `table`, which has a column for every table component
+    ///   of `had`; the set of every sparse component of `had` holds `entity`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn new(
+        components: &'a Components,
+        had: &'a Archetype,
+        table: &'a mut Table,
+        sets: &'a mut [Option<ComponentSparseSet>],
+        entity: Entity,
+        row: usize,
+        tick: u32,
+        ids: &'a [ComponentId],
+        ptrs: &'a [*mut u8],
+    ) -> Self {
+        Self { components, had, table, sets, entity, row, tick, ids, ptrs, next: 0 }
+    }
+
+    fn run(&mut self) {
+        while self.next < self.ids.len() {
+            let (c, ptr) = (self.ids[self.next], self.ptrs[self.next]);
+            // Advance first: a value whose old one panicked on drop was still moved in.
+            self.next += 1;
+            if !self.had.contains(c) {
+                continue;
+            }
+            match self.components.info(c).storage_type() {
+                StorageType::Table => {
+                    let column = self.table.column_mut(c).expect("the archetype has it");
+                    column.changed_ticks_mut()[self.row] = self.tick;
+                    // SAFETY: `row` is live and `ptr` a value of `c`'s type that the replacer
+                    // owns (`new`'s contract), moved in once (`next` is past it).
+                    unsafe { column.data_mut().replace_unchecked(self.row, ptr) };
+                }
+                StorageType::SparseSet => {
+                    let set = self.sets[c.index()].as_mut().expect("made with archetype");
+                    // SAFETY: as above; the set holds the entity, so this replaces in place,
+                    // which allocates nothing and cannot fail.
+                    unsafe { set.insert(self.entity, ptr, self.tick) }
+                        .expect("replacing cannot fail");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Replacer<'_> {
+    fn drop(&mut self) {
+        self.run();
     }
 }
 

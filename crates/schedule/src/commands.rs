@@ -4,7 +4,9 @@
 //! `spawn` hands back the new [`Entity`] at once: its id is reserved through `&World`
 //! (`World::reserve_entity`) and the entity is made when the buffer is applied. A command whose
 //! entity is gone by then (despawned earlier in the same buffer, or by an earlier system's
-//! buffer) is skipped and counted in [`CommandStats`], never a panic or a half-made entity.
+//! buffer) is skipped and counted in [`CommandStats`], never a panic or a half-made entity; a
+//! spawn whose bundle is refused (it repeats a component type) is skipped and counted too, and
+//! its reserved entity does not stay behind.
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
@@ -82,7 +84,14 @@ impl CommandQueue {
             }));
             match ran {
                 Ok((_, _, Ok(()))) => stats.applied += 1,
-                Ok((what, entity, Err(error))) => stats.skip(what, entity, &error),
+                Ok((what, entity, Err(error))) => {
+                    // A refused spawn (a bundle that repeats a component, memory refused)
+                    // must not leave its reserved entity behind, empty.
+                    if let Some(entity) = spawned {
+                        let _ = world.despawn(entity);
+                    }
+                    stats.skip(what, entity, &error);
+                }
                 Err(payload) => {
                     self.commands.extend(commands);
                     self.discard(world);

@@ -172,6 +172,14 @@ impl IntoSystemConfig<()> for ApplyDeferred {
 pub struct SystemConfigs(pub(crate) Vec<SystemConfig>);
 
 /// Something that becomes a list of configured systems: one system, or a tuple of up to 16.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a system (or a tuple of systems)",
+    label = "not a system",
+    note = "a system is a function or closure whose parameters are all system parameters \
+            (`Query`, `Res`, `ResMut`, `Option<Res>`, `Option<ResMut>`, `Local`, `Commands`, \
+            `EventReader`, `EventWriter`, `&World`; up to 16), or a function of `&mut World` \
+            alone: an exclusive system takes no other parameter"
+)]
 pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.
     fn into_configs(self) -> SystemConfigs;

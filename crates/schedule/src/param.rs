@@ -405,11 +405,14 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Option<ResMut<'_, R>> {
 }
 
 /// A value private to one system, kept across its runs (starts as `T::default()`).
-pub struct Local<'s, T> {
+///
+/// The system may run on any thread, so `T` must be `Send + Sync`; the bound is on the type
+/// itself so that `Local<Rc<u32>>` is rejected where it is written, naming the type.
+pub struct Local<'s, T: Send + Sync + 'static> {
     value: &'s mut T,
 }
 
-impl<T> Deref for Local<'_, T> {
+impl<T: Send + Sync + 'static> Deref for Local<'_, T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -417,7 +420,7 @@ impl<T> Deref for Local<'_, T> {
     }
 }
 
-impl<T> DerefMut for Local<'_, T> {
+impl<T: Send + Sync + 'static> DerefMut for Local<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         self.value
     }

@@ -113,6 +113,30 @@ fn a_panicking_drop_still_removes_the_row_everywhere() {
 }
 
 #[test]
+fn a_panicking_drop_during_clear_still_empties_every_column() {
+    let (c, t, p) = setup();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut table = Table::new(&c, &[t, p]);
+    for i in 0..4 {
+        let v = if i == 1 { -1 } else { i };
+        push(&mut table, entity(i as u32), Tracked(v, drops.clone()), Pos(i as f32));
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| table.clear()));
+    assert!(result.is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "every value dropped once");
+    assert_eq!(table.len(), 0);
+    for column in table.columns() {
+        assert_eq!(column.data().len(), 0);
+        assert_eq!(column.added_ticks().len(), 0);
+        assert_eq!(column.changed_ticks().len(), 0);
+    }
+    push(&mut table, entity(7), Tracked(7, drops.clone()), Pos(7.0));
+    assert_eq!(values::<Pos>(&table, p), &[Pos(7.0)]);
+    drop(table);
+    assert_eq!(drops.load(Ordering::SeqCst), 5);
+}
+
+#[test]
 fn move_row_moves_shared_takes_dropped_and_adds_missing() {
     let mut c = Components::new();
     let t = c.register::<Tracked>();
