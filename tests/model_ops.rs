@@ -2,12 +2,14 @@
 //! `tests/support/ops_model.rs` for the operations and the checks made after each one).
 //!
 //! `model_ops` runs seeded sequences (10,000 of 50 to 170 operations, over a million
-//! operations, by default; a handful under miri) on all cores and prints how many it ran. On a
+//! operations, by default; three of 20 under miri) on all cores and prints how many it ran. On a
 //! divergence it shrinks the failing sequence and panics with the seed and the shrunk
 //! operations. Environment:
 //! - `FOLIO_MODEL_CASES=n`: run `n` sequences instead.
 //! - `FOLIO_MODEL_SEED=s`: run only seed `s` (and print its operations).
 //! - `FOLIO_MODEL_THREADS=n`: on `n` threads.
+//! - `FOLIO_MODEL_INPUT=path`: run only the fuzz input at `path` (a crash the fuzz target
+//!   saved, say), print its operations, and shrink them if they fail.
 //!
 //! `fuzz_decoder` feeds random bytes through the fuzz target's decoder, so `cargo test` runs
 //! that path too.
@@ -15,6 +17,7 @@
 #[path = "support/ops_model.rs"]
 mod ops_model;
 
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -22,7 +25,16 @@ use std::time::Instant;
 use ops_model::{Op, Rng, ops_from_bytes, run_ops, seeded_ops};
 
 /// Sequences per run by default.
-const CASES: u64 = if cfg!(miri) { 4 } else { 10_000 };
+const CASES: u64 = if cfg!(miri) { 3 } else { 10_000 };
+
+/// The operations of sequence `seed` (cut to 20 under miri).
+fn sequence(seed: u64) -> Vec<Op> {
+    let mut ops = seeded_ops(seed);
+    if cfg!(miri) {
+        ops.truncate(20);
+    }
+    ops
+}
 
 fn env(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
@@ -53,7 +65,7 @@ fn shrink(mut ops: Vec<Op>) -> Vec<Op> {
     ops
 }
 
-fn report(seed: u64) -> ! {
+fn quiet_panics() {
     // The shrinking panics many times on this thread: keep those quiet.
     let me = std::thread::current().id();
     let hook = std::panic::take_hook();
@@ -62,22 +74,35 @@ fn report(seed: u64) -> ! {
             hook(info);
         }
     }));
-    let ops = seeded_ops(seed);
+}
+
+/// Shrinks failing `ops` and panics with them; `what` names the sequence.
+fn report_ops(what: &str, ops: Vec<Op>) -> ! {
+    quiet_panics();
     let message = failure(&ops).unwrap_or_else(|| "(passed when run again)".into());
     let shrunk = shrink(ops);
     let again = failure(&shrunk).unwrap_or_default();
     drop(std::panic::take_hook()); // back to the default hook, for the panic below
-    panic!(
-        "seed {seed} diverged: {message}\nshrunk to {} ops ({again}):\n{shrunk:#?}\n\
-         rerun with FOLIO_MODEL_SEED={seed}",
-        shrunk.len()
-    );
+    panic!("{what} diverged: {message}\nshrunk to {} ops ({again}):\n{shrunk:#?}", shrunk.len());
+}
+
+fn report(seed: u64) -> ! {
+    report_ops(&format!("seed {seed} (rerun with FOLIO_MODEL_SEED={seed})"), sequence(seed))
 }
 
 #[test]
 fn model_ops() {
+    if let Ok(path) = std::env::var("FOLIO_MODEL_INPUT") {
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let ops = ops_from_bytes(&bytes);
+        println!("{path}: {ops:#?}");
+        if failure(&ops).is_some() {
+            report_ops(&path, ops);
+        }
+        return;
+    }
     if let Some(seed) = env("FOLIO_MODEL_SEED") {
-        let ops = seeded_ops(seed);
+        let ops = sequence(seed);
         println!("seed {seed}: {ops:#?}");
         if failure(&ops).is_some() {
             report(seed);
@@ -102,7 +127,7 @@ fn model_ops() {
                         if seed >= cases {
                             break;
                         }
-                        let seq = seeded_ops(seed);
+                        let seq = sequence(seed);
                         if failure(&seq).is_some() {
                             failed.store(true, Ordering::Relaxed);
                             return Some(seed);
@@ -119,10 +144,12 @@ fn model_ops() {
         report(seed);
     }
     let ops = ops.into_inner();
-    println!(
-        "model_ops: {cases} sequences, {ops} operations, {:.1} s on {threads} threads",
+    // Straight to stderr, past the test harness's capture, so every run shows it.
+    let summary = format!(
+        "model_ops: {cases} sequences, {ops} operations, {:.1} s on {threads} threads\n",
         start.elapsed().as_secs_f64()
     );
+    std::io::stderr().write_all(summary.as_bytes()).expect("stderr");
     if cases >= CASES && !cfg!(miri) {
         assert!(ops >= 1_000_000, "the default run covers a million operations");
     }
@@ -131,9 +158,9 @@ fn model_ops() {
 #[test]
 fn fuzz_decoder() {
     let mut rng = Rng::new(0xF0_110);
-    let inputs = if cfg!(miri) { 2 } else { 200 };
+    let (inputs, max_len) = if cfg!(miri) { (1, 80) } else { (200, 600) };
     for _ in 0..inputs {
-        let len = rng.below(600) as usize;
+        let len = rng.below(max_len) as usize;
         let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         let ops = ops_from_bytes(&bytes);
         if let Some(message) = failure(&ops) {

@@ -272,12 +272,7 @@ impl Driver {
             }
             Op::SpawnBatch { shape, n } => {
                 let shape = shape as usize % SHAPES;
-                let batch = SpawnBatch { world: &mut self.world, next_id: &mut self.next_id, n };
-                let (entities, vals) = with_shape(shape, batch);
-                assert_eq!(entities.len(), n as usize, "spawn_batch count");
-                for (entity, vals) in entities.into_iter().zip(vals) {
-                    self.spawned(entity, &vals);
-                }
+                self.spawn_batch(shape, n as usize);
             }
             Op::Despawn { target } => {
                 let entity = self.target(target);
@@ -423,7 +418,41 @@ impl Driver {
                 assert!(result.is_err(), "remove of a repeated component");
             }
             Op::CheckTicks => self.world.check_change_ticks(),
+            Op::Churn { shape, n } => {
+                let shape = shape as usize % SHAPES;
+                let n = 100 + n as usize % 701;
+                let handles = self.handles.len();
+                let entities = self.spawn_batch(shape, n);
+                // The first kind of each: the rest is checked for the survivors after the step.
+                let kind = shape_kinds(shape)[0];
+                for &entity in &entities {
+                    let want = self.model[&entity][kind].map(|s| s.val);
+                    let got = with_kind(kind, Get { world: &self.world, entity });
+                    assert_eq!(got, Ok(want), "{entity:?} kind {kind} after spawn_batch");
+                }
+                let odd = (1..n).step_by(2);
+                let even = (0..n).step_by(2).rev();
+                for i in odd.chain(even).filter(|i| i % 50 != 0) {
+                    let entity = entities[i];
+                    assert!(self.world.despawn(entity).is_ok(), "despawn of {entity:?}");
+                    self.model.remove(&entity);
+                }
+                // Keep the survivors and a few dead ones: every handle is checked every step.
+                self.handles.truncate(handles);
+                self.handles.extend(entities.iter().step_by(25));
+            }
         }
+    }
+
+    /// `World::spawn_batch` of `n` bundles of `shape`, recorded in the model.
+    fn spawn_batch(&mut self, shape: usize, n: usize) -> Vec<Entity> {
+        let batch = SpawnBatch { world: &mut self.world, next_id: &mut self.next_id, n };
+        let (entities, vals) = with_shape(shape, batch);
+        assert_eq!(entities.len(), n, "spawn_batch count");
+        for (&entity, vals) in entities.iter().zip(vals) {
+            self.spawned(entity, &vals);
+        }
+        entities
     }
 
     fn id(&mut self) -> u64 {

@@ -154,6 +154,15 @@ pub(crate) enum Op {
     },
     /// `World::check_change_ticks`.
     CheckTicks,
+    /// `World::spawn_batch` of 100 to 800 bundles (enough to move small columns from the heap
+    /// into their reservations), each value checked, then `World::despawn` of all but every
+    /// 50th, odd positions first (swap-removes from the middle), then even ones backwards.
+    Churn {
+        /// Bundle shape.
+        shape: u8,
+        /// 100 plus this modulo 701 bundles.
+        n: u16,
+    },
 }
 
 /// A command issued through [`Commands`] by a system during [`Op::RunSchedule`].
@@ -220,7 +229,8 @@ pub(crate) fn decode_op(src: &mut impl Source) -> Op {
         212..=215 => Op::SpawnDup,
         216..=219 => Op::InsertDup { target: src.byte() },
         220..=223 => Op::RemoveDup { target: src.byte() },
-        224..=225 => Op::CheckTicks,
+        224 => Op::CheckTicks,
+        225 => Op::Churn { shape: src.byte(), n: src.u16() },
     }
 }
 

@@ -28,7 +28,7 @@ impl ShapeFn for SpawnOne<'_> {
 pub(crate) struct SpawnBatch<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) next_id: &'a mut u64,
-    pub(crate) n: u8,
+    pub(crate) n: usize,
 }
 
 impl ShapeFn for SpawnBatch<'_> {
