@@ -12,7 +12,8 @@
 //!   carries a unique id, so a value swapped between entities is caught), intact (the big
 //!   components' bytes) and aligned; dead entities are dead, their getters `None`;
 //! - `len()`, nine long-lived query states (table, sparse, mixed, `Option`, `With`,
-//!   `Without`, `Or`, `Changed`) against a brute-force filter over the model;
+//!   `Without`, `Or`, `Changed`) against a brute-force filter over the model, and
+//!   `QueryState::get` on one live or dead entity a step and on one never made;
 //! - `check_invariants()`;
 //! - every value made is dropped exactly once: a thread-local tracker records each value by id
 //!   (a second drop is an error at once; the live count must equal the model's), and counts the
@@ -662,6 +663,30 @@ impl Driver {
         let pick = |f: &dyn Fn(&Components) -> bool| -> Vec<Entity> {
             model.iter().filter(|(_, c)| f(c)).map(|(&e, _)| e).collect()
         };
+        let changed = |c: &Components, k: usize| c[k].is_some_and(|s| s.changed == step);
+
+        // `get` on one entity a step (live or dead, in turn) and on one never made; before the
+        // iterations below, which count as runs of the `Changed` state.
+        let one = self.handles.get(step as usize % self.handles.len().max(1)).copied();
+        for entity in one.into_iter().chain([NEVER]) {
+            let c = model.get(&entity);
+            let got =
+                self.q_s.get(world, entity).ok().map(|(e, s, al)| (e, s.val(), al.map(Al::val)));
+            let want = c.and_then(|c| Some((entity, val(c, K_S)?, val(c, K_AL))));
+            let got_bz = self.q_bz.get(world, entity).ok().map(|(e, b)| (e, b.val()));
+            let want_bz = c
+                .filter(|c| c[K_Z].is_some() && c[K_SZ].is_none())
+                .and_then(|c| Some((entity, val(c, K_B)?)));
+            let got_changed = self.q_changed_a.get(world, entity).ok();
+            let want_changed = c.filter(|c| changed(c, K_A)).map(|_| entity);
+            if (got, got_bz, got_changed) != (want, want_bz, want_changed) {
+                return Err(format!(
+                    "QueryState::get of {entity:?}: world {:?}, model {:?}",
+                    (got, got_bz, got_changed),
+                    (want, want_bz, want_changed)
+                ));
+            }
+        }
 
         let got = self.q_a.iter(world).map(|(e, a)| (e, a.val())).collect();
         let want = model.iter().filter_map(|(&e, c)| Some((e, val(c, K_A)?))).collect();
@@ -728,7 +753,6 @@ impl Driver {
         )?;
 
         let got = self.q_changed_a.iter(world).collect();
-        let changed = |c: &Components, k: usize| c[k].is_some_and(|s| s.changed == step);
         same("Entity, Changed<A>", got, pick(&|c| changed(c, K_A)))?;
 
         let got = self.q_changed_sal.iter(world).map(|(e, s)| (e, s.val())).collect();

@@ -1,8 +1,6 @@
 //! The operations of a sequence and their decoding from bytes (a seeded generator's or a
 //! fuzzer's), one decoder for both.
 
-// ----- operations -----
-
 /// Where bytes for [`decode_op`] come from.
 pub(crate) trait Source {
     /// The next byte.

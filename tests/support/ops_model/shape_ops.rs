@@ -9,8 +9,7 @@ use folio::prelude::*;
 use super::kinds::{Kind, KindFn, Shape, ShapeFn, Val};
 use super::{CmdFn, Vals};
 
-// ----- shape-generic operations -----
-
+/// `World::spawn` of a new bundle; its values.
 pub(crate) struct SpawnOne<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) next_id: &'a mut u64,
@@ -25,6 +24,7 @@ impl ShapeFn for SpawnOne<'_> {
     }
 }
 
+/// `World::spawn_batch` of `n` new bundles, made lazily by the iterator; their values.
 pub(crate) struct SpawnBatch<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) next_id: &'a mut u64,
@@ -46,6 +46,7 @@ impl ShapeFn for SpawnBatch<'_> {
     }
 }
 
+/// `World::insert` of a new bundle; the result and the bundle's values.
 pub(crate) struct InsertOne<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) next_id: &'a mut u64,
@@ -61,6 +62,7 @@ impl ShapeFn for InsertOne<'_> {
     }
 }
 
+/// `World::try_remove`; the removed values (the bundle is dropped here).
 pub(crate) struct RemoveOne<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) entity: Entity,
@@ -74,6 +76,7 @@ impl ShapeFn for RemoveOne<'_> {
     }
 }
 
+/// A `Commands::spawn` of a bundle made now, and its values.
 pub(crate) struct CmdSpawn<'a> {
     pub(crate) next_id: &'a mut u64,
 }
@@ -104,6 +107,7 @@ impl Resolved {
     }
 }
 
+/// A `Commands::insert` of a bundle made now, and its values.
 pub(crate) struct CmdInsert<'a> {
     pub(crate) next_id: &'a mut u64,
     pub(crate) target: Resolved,
@@ -119,6 +123,7 @@ impl ShapeFn for CmdInsert<'_> {
     }
 }
 
+/// A `Commands::remove`.
 pub(crate) struct CmdRemove {
     pub(crate) target: Resolved,
 }
@@ -136,6 +141,7 @@ pub(crate) fn next(next_id: &mut u64) -> u64 {
     *next_id - 1
 }
 
+/// `World::get`: the value, checked for alignment and intact bytes.
 pub(crate) struct Get<'a> {
     pub(crate) world: &'a World,
     pub(crate) entity: Entity,
@@ -157,6 +163,7 @@ impl KindFn for Get<'_> {
     }
 }
 
+/// `World::get_mut`, setting the data; whether the entity had the component.
 pub(crate) struct SetData<'a> {
     pub(crate) world: &'a mut World,
     pub(crate) entity: Entity,
