@@ -50,10 +50,11 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::column::Column;
 use crate::error::StorageError;
+// The atomics shim: loom's `AtomicUsize` under `--cfg folio_loom`, for `tests/loom.rs`.
+use crate::sync::{AtomicUsize, Ordering};
 use crate::vm::{DEFAULT_RESERVE_BYTES, default_source};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
