@@ -1,18 +1,25 @@
 //! Runs every example, so `cargo test` fails when one stops working. Each example asserts its
 //! own claims; these tests check that it ran to the end (and, for the arena, what it wrote).
 //!
-//! `cargo test` builds the examples before it runs the tests; they are found next to the test
-//! binary's directory (`target/<profile>/examples/`). (`cargo test --test examples` alone does not
-//! rebuild them: run plain `cargo test`.)
+//! `cargo test` builds the examples before it runs the tests; they are found in the first
+//! `examples/` folder above the test binary (`target/<profile>/examples/`). (`cargo test --test
+//! examples` alone does not rebuild them: run plain `cargo test`.)
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/examples-<hash> -> target/<profile>/examples/<name>
-    let dir = exe.parent().and_then(|deps| deps.parent()).expect("inside target/<profile>/deps");
-    dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    // target/<profile>/deps/examples-<hash> -> target/<profile>/examples/<name>; cargo's newer
+    // build-dir layout (nightly's default) puts the test binary deeper, in
+    // target/<profile>/build/folio/<hash>/out/, so look in each ancestor's `examples/`.
+    let found =
+        exe.ancestors().skip(1).map(|dir| dir.join("examples").join(&file)).find(|p| p.exists());
+    found.unwrap_or_else(|| {
+        let deps = exe.parent().and_then(|deps| deps.parent()).expect("inside target/<profile>");
+        deps.join("examples").join(&file)
+    })
 }
 
 fn run(name: &str, args: &[&str]) -> Output {

@@ -56,7 +56,9 @@ mod error;
 mod event;
 mod param;
 mod schedule;
+mod sync;
 mod system;
+mod workers;
 
 pub use access::SystemAccess;
 pub use commands::{CommandQueue, CommandStats, Commands, EntityCommands};

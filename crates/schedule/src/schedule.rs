@@ -33,10 +33,7 @@
 
 use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
-use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ahash::AHashMap;
 use folio_query::{World, WorldId};
@@ -47,6 +44,7 @@ use crate::config::{IntoSystemConfigs, Label, SetConfig, SystemConfig};
 use crate::error::ScheduleError;
 use crate::param::EventUpdater;
 use crate::system::{BoxedCondition, BoxedSystem};
+use crate::workers::{RunNode, Workers};
 
 /// One system in the schedule, with its run conditions.
 struct Node {
@@ -481,152 +479,29 @@ impl Schedule {
             }
             return None;
         }
-        let pending: Vec<AtomicUsize> = predecessors.iter().map(|&p| AtomicUsize::new(p)).collect();
-        let roots: Vec<usize> = (0..nodes.len()).filter(|&k| predecessors[k] == 0).collect();
-        let workers = Workers {
-            run_node: &run_node,
-            pending: &pending,
-            successors,
-            nodes,
-            roots: &roots,
-            next_root: AtomicUsize::new(0),
-            ready: Mutex::new(Vec::new()),
-            // The calling thread works too; it counts as one.
-            active: AtomicUsize::new(1),
-            // Outside the pool, the caller is one more thread beside the pool's.
-            max_workers: if rayon::current_thread_index().is_some() {
-                threads
-            } else {
-                threads + 1
-            }
-            .min(nodes.len()),
-            abort: AtomicBool::new(false),
-            failure: Mutex::new(None),
-        };
+        // Outside the pool, the caller is one more thread beside the pool's.
+        let max_workers =
+            if rayon::current_thread_index().is_some() { threads } else { threads + 1 };
+        let workers = Workers::new(predecessors, successors, max_workers.min(nodes.len()));
         rayon::in_place_scope(|scope| {
-            workers.wake(scope, roots.len());
-            workers.work(scope);
+            workers.wake(workers.roots(), &mut || {
+                scope.spawn(|scope| work_on(&workers, &run_node, scope));
+            });
+            work_on(&workers, &run_node, scope);
         });
-        let ranked = workers.failure;
-        ranked.into_inner().unwrap_or_else(|e| e.into_inner()).map(|(_, i, m)| (i, m))
+        workers.into_failure().map(|(k, message)| (nodes[k], message))
     }
 }
 
-/// The most roots a worker claims at once. The bound keeps a worker that the OS deschedules
-/// (the caller works beside the pool's threads, so there can be more workers than cores) from
-/// holding more than a few microseconds of small systems while the others wait.
-const MAX_ROOT_CHUNK: usize = 16;
-
-/// What the workers of one parallel segment share.
-///
-/// A worker claims a ready node (first the segment's roots, in order, in chunks taken through
-/// an atomic cursor; then nodes made ready by a finishing predecessor, from `ready`), runs it,
-/// and makes ready each successor it was the last predecessor of. A worker stops when nothing
-/// is ready; a worker that makes nodes ready keeps going, so every ready node is claimed by
-/// someone, and wakes more workers (up to the thread count) when there is more ready work than
-/// itself. So a run costs a few task spawns per segment instead of one per system, and systems
-/// still run in parallel as soon as their predecessors are done.
-struct Workers<'a> {
-    run_node: &'a (dyn Fn(usize) -> Result<(), String> + Sync),
-    /// Per segment node: predecessors not finished yet.
-    pending: &'a [AtomicUsize],
-    successors: &'a [Vec<usize>],
-    nodes: &'a [usize],
-    /// The segment nodes with no predecessor in it, in topological order.
-    roots: &'a [usize],
-    /// The next root to claim.
-    next_root: AtomicUsize,
-    /// Nodes made ready during the run, not claimed yet.
-    ready: Mutex<Vec<usize>>,
-    /// Workers running (approximate: used only to decide whether to wake another).
-    active: AtomicUsize,
-    max_workers: usize,
-    /// Set by the first panic: no further node starts.
-    abort: AtomicBool,
-    /// The panic earliest in the topological order: `(segment position, node, message)`.
-    failure: Mutex<Option<(usize, usize, String)>>,
-}
-
-impl<'a> Workers<'a> {
-    /// Spawns workers for `available` ready nodes beyond the one the caller takes.
-    fn wake<'scope>(&'scope self, scope: &rayon::Scope<'scope>, available: usize)
-    where
-        'a: 'scope,
-    {
-        for _ in 1..available {
-            if self.active.load(Ordering::Relaxed) >= self.max_workers {
-                return;
-            }
-            self.active.fetch_add(1, Ordering::Relaxed);
-            scope.spawn(move |scope| self.work(scope));
-        }
-    }
-
-    /// A chunk of the roots not claimed yet (indices into `roots`), if any are left.
-    ///
-    /// Guided self-scheduling: a chunk is the unclaimed roots divided by twice the number of
-    /// workers, at least one and at most [`MAX_ROOT_CHUNK`]. Claiming one root at a time made
-    /// every claim an atomic on a cache line that all workers write, which cost about 90 ns per
-    /// system (empty_systems/1000 on 2 threads took 4x as long as on one); chunks shrink as the
-    /// roots run out, so the last claims stay small and no worker is left holding much work
-    /// while the others idle.
-    fn claim_roots(&self) -> Option<Range<usize>> {
-        let mut start = self.next_root.load(Ordering::Relaxed);
-        loop {
-            let left = self.roots.len().checked_sub(start).filter(|&left| left > 0)?;
-            let chunk = left.div_ceil(2 * self.max_workers).min(MAX_ROOT_CHUNK);
-            match self.next_root.compare_exchange_weak(
-                start,
-                start + chunk,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(start..start + chunk),
-                Err(now) => start = now,
-            }
-        }
-    }
-
-    /// The next ready node, if any: from the worker's chunk of roots, a new chunk, or `ready`.
-    fn claim(&self, chunk: &mut Range<usize>) -> Option<usize> {
-        if let Some(r) = chunk.next().or_else(|| {
-            *chunk = self.claim_roots()?;
-            chunk.next()
-        }) {
-            return Some(self.roots[r]);
-        }
-        self.ready.lock().unwrap_or_else(|e| e.into_inner()).pop()
-    }
-
-    /// Runs ready nodes until none is left.
-    fn work<'scope>(&'scope self, scope: &rayon::Scope<'scope>)
-    where
-        'a: 'scope,
-    {
-        let mut chunk = 0..0;
-        while let Some(k) = self.claim(&mut chunk) {
-            if self.abort.load(Ordering::Acquire) {
-                break;
-            }
-            if let Err(message) = (self.run_node)(k) {
-                self.abort.store(true, Ordering::Release);
-                let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-                if slot.as_ref().is_none_or(|(first, _, _)| k < *first) {
-                    *slot = Some((k, self.nodes[k], message));
-                }
-                break;
-            }
-            let mut made_ready = 0;
-            for &s in &self.successors[k] {
-                if self.pending[s].fetch_sub(1, Ordering::AcqRel) == 1 {
-                    self.ready.lock().unwrap_or_else(|e| e.into_inner()).push(s);
-                    made_ready += 1;
-                }
-            }
-            self.wake(scope, made_ready);
-        }
-        self.active.fetch_sub(1, Ordering::Relaxed);
-    }
+/// Runs `workers.work` on a rayon worker: the workers it wakes are tasks of `scope`.
+fn work_on<'scope>(
+    workers: &'scope Workers<'_>,
+    run_node: &'scope RunNode<'_>,
+    scope: &rayon::Scope<'scope>,
+) {
+    workers.work(run_node, &mut || {
+        scope.spawn(move |scope| work_on(workers, run_node, scope));
+    });
 }
 
 /// Runs a node's conditions and system through a shared world, catching a panic.

@@ -51,11 +51,12 @@ use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::fmt;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::column::Column;
 use crate::config::StorageConfig;
 use crate::error::StorageError;
+// The atomics shim: loom's `AtomicUsize` under `--cfg folio_loom`, for `tests/loom.rs`.
+use crate::sync::{AtomicUsize, Ordering};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
 ///

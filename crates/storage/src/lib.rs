@@ -28,6 +28,7 @@ mod handle_map;
 mod pool;
 mod raw;
 mod sparse_set;
+mod sync;
 mod virtual_vec;
 pub mod vm;
 
