@@ -214,6 +214,20 @@ fn stale_entity_world_has_and_contains() {
     s.check_untouched(0);
 }
 
+#[test]
+fn stale_entity_world_entity_views() {
+    let mut s = StaleWorld::new();
+    for e in s.bad_ids() {
+        let err = s.world.entity(e).unwrap_err();
+        assert!(matches!(err, EntityError::NoSuchEntity(x) if x == e), "{err}");
+        let err = s.world.entity_mut(e).unwrap_err();
+        assert!(matches!(err, EntityError::NoSuchEntity(x) if x == e), "{err}");
+    }
+    // The entity that reused a stale id's index is reachable through its own id only.
+    assert_eq!(s.world.entity(s.reused).unwrap().id(), s.reused);
+    s.check_untouched(0);
+}
+
 // ----- stale entities: queries -----
 
 #[test]

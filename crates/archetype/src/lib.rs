@@ -27,6 +27,7 @@
 mod archetype;
 mod bundle;
 mod component;
+mod entity_ref;
 mod error;
 mod table;
 mod unwind;
@@ -35,6 +36,7 @@ mod world;
 pub use archetype::{Archetype, ArchetypeEntity, ArchetypeId};
 pub use bundle::{Bundle, BundleInfo, ComponentIds};
 pub use component::{Component, ComponentId, ComponentInfo, Components, StorageType};
+pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use table::{MovedRow, Table, TableColumn, TableId};

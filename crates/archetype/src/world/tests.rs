@@ -670,3 +670,44 @@ fn check_invariants_notices_broken_worlds() {
         w.entities.free(b);
     }));
 }
+
+#[test]
+fn entity_views_read_write_and_refuse_dead_entities() {
+    let mut world = sparse_world();
+    let e = world.spawn((Pos(1.0, 2.0), Sparse(3)));
+    let view = world.entity(e).unwrap();
+    assert_eq!(view.id(), e);
+    assert_eq!(view.get::<Pos>(), Some(&Pos(1.0, 2.0)));
+    assert_eq!(view.get::<Sparse>(), Some(&Sparse(3)));
+    assert!(view.contains::<Sparse>() && !view.contains::<Vel>());
+    assert_eq!(view.get::<Vel>(), None);
+    let names: Vec<_> = view.components().map(|c| c.name()).collect();
+    assert_eq!(names.len(), 2);
+    assert!(
+        names.iter().any(|n| n.ends_with("Pos")) && names.iter().any(|n| n.ends_with("Sparse"))
+    );
+    assert_eq!(view.archetype().len(), 1);
+    assert!(format!("{view:?}").contains("Sparse"));
+
+    let tick = world.increment_change_tick();
+    let mut view = world.entity_mut(e).unwrap();
+    view.get_mut::<Pos>().unwrap().0 = 5.0;
+    view.insert((Vel(1.0, 1.0),)).unwrap().insert((Tag,)).unwrap();
+    assert_eq!(view.remove::<(Sparse,)>(), Some((Sparse(3),)));
+    assert_eq!(view.remove::<(Sparse,)>(), None);
+    assert!(view.insert((Pos(0.0, 0.0), Pos(1.0, 1.0))).is_err(), "duplicate component");
+    assert_eq!(view.as_ref().get::<Pos>(), Some(&Pos(5.0, 2.0)));
+    let loc = world.entities().location(e).unwrap();
+    let table = &world.tables()[loc.table_id as usize];
+    let pos = world.components().id::<Pos>().unwrap();
+    assert!(table.column(pos).unwrap().changed_ticks()[loc.table_row as usize] > tick);
+    world.check_invariants();
+
+    world.entity_mut(e).unwrap().despawn();
+    assert!(!world.contains(e));
+    assert!(matches!(world.entity(e), Err(EntityError::NoSuchEntity(x)) if x == e));
+    assert!(matches!(world.entity_mut(e), Err(EntityError::NoSuchEntity(x)) if x == e));
+    let reused = world.spawn((Pos(0.0, 0.0),));
+    assert!(world.entity(e).is_err() && world.entity(reused).is_ok(), "stale id after reuse");
+    world.check_invariants();
+}

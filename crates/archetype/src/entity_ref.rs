@@ -1,0 +1,183 @@
+//! Views of one entity: [`EntityRef`] (read-only, `Copy`) from [`World::entity`] and
+//! [`EntityWorldMut`] (reads, writes and structural changes) from [`World::entity_mut`].
+//!
+//! A view is made only for a live entity, so code that does several things to one entity
+//! checks it once (`world.entity(e)?`) and then works on components without `Option`s of
+//! liveness. Both are thin: each call goes through the `World` method of the same name, so they
+//! share its checks and its change-tick stamping.
+
+use folio_storage::Entity;
+
+use crate::archetype::Archetype;
+use crate::bundle::Bundle;
+use crate::component::{Component, ComponentInfo};
+use crate::error::EntityError;
+use crate::world::World;
+
+/// A read-only view of a live entity in a [`World`].
+#[derive(Clone, Copy)]
+pub struct EntityRef<'w> {
+    world: &'w World,
+    /// Alive in `world` for as long as the shared borrow lasts.
+    entity: Entity,
+}
+
+impl<'w> EntityRef<'w> {
+    pub(crate) fn new(world: &'w World, entity: Entity) -> Self {
+        debug_assert!(world.contains(entity));
+        Self { world, entity }
+    }
+
+    /// The entity's id.
+    #[inline]
+    pub fn id(&self) -> Entity {
+        self.entity
+    }
+
+    /// Its `T`, if it has one.
+    #[inline]
+    pub fn get<T: Component>(&self) -> Option<&'w T> {
+        self.world.get::<T>(self.entity)
+    }
+
+    /// Whether it has a `T`.
+    #[inline]
+    pub fn contains<T: Component>(&self) -> bool {
+        self.world.has::<T>(self.entity)
+    }
+
+    /// Its archetype: its exact component set, table and sparse-set components together.
+    pub fn archetype(&self) -> &'w Archetype {
+        archetype_of(self.world, self.entity)
+    }
+
+    /// Each of its components' registry entries (name, layout, storage), in component-id
+    /// order.
+    pub fn components(&self) -> impl ExactSizeIterator<Item = &'w ComponentInfo> + 'w {
+        let components = self.world.components();
+        self.archetype().components().iter().map(move |&c| components.info(c))
+    }
+}
+
+impl std::fmt::Debug for EntityRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.components().map(ComponentInfo::name).collect();
+        f.debug_struct("EntityRef").field("id", &self.entity).field("components", &names).finish()
+    }
+}
+
+/// A view of a live entity that can read, write, insert, remove and despawn.
+pub struct EntityWorldMut<'w> {
+    world: &'w mut World,
+    /// Alive in `world`: no method that keeps the view can despawn it.
+    entity: Entity,
+}
+
+impl<'w> EntityWorldMut<'w> {
+    pub(crate) fn new(world: &'w mut World, entity: Entity) -> Self {
+        debug_assert!(world.contains(entity));
+        Self { world, entity }
+    }
+
+    /// The entity's id.
+    #[inline]
+    pub fn id(&self) -> Entity {
+        self.entity
+    }
+
+    /// Its `T`, if it has one.
+    #[inline]
+    pub fn get<T: Component>(&self) -> Option<&T> {
+        self.world.get::<T>(self.entity)
+    }
+
+    /// Its `T`, mutably; marks it changed at the current tick.
+    #[inline]
+    pub fn get_mut<T: Component>(&mut self) -> Option<&mut T> {
+        self.world.get_mut::<T>(self.entity)
+    }
+
+    /// Whether it has a `T`.
+    #[inline]
+    pub fn contains<T: Component>(&self) -> bool {
+        self.world.has::<T>(self.entity)
+    }
+
+    /// Its archetype.
+    pub fn archetype(&self) -> &Archetype {
+        archetype_of(self.world, self.entity)
+    }
+
+    /// Adds the components of `bundle`, replacing any it has (as [`World::insert`]).
+    ///
+    /// # Errors
+    /// A bundle that repeats a component, or memory the OS refuses; nothing changed then.
+    pub fn insert<B: Bundle>(&mut self, bundle: B) -> Result<&mut Self, EntityError> {
+        self.world.insert(self.entity, bundle)?;
+        Ok(self)
+    }
+
+    /// Takes the components of `B` out, or `None` (changing nothing) when it lacks one of
+    /// them (as [`World::remove`]).
+    pub fn remove<B: Bundle>(&mut self) -> Option<B> {
+        self.world.remove::<B>(self.entity)
+    }
+
+    /// A read-only view of the entity.
+    pub fn as_ref(&self) -> EntityRef<'_> {
+        EntityRef::new(self.world, self.entity)
+    }
+
+    /// Despawns the entity, dropping its components, and ends the view.
+    pub fn despawn(self) {
+        self.world.despawn(self.entity).expect("a view's entity is alive");
+    }
+
+    /// The world, for what the view does not cover; the view ends.
+    pub fn into_world_mut(self) -> &'w mut World {
+        self.world
+    }
+}
+
+impl std::fmt::Debug for EntityWorldMut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let view = self.as_ref();
+        let names: Vec<_> = view.components().map(ComponentInfo::name).collect();
+        f.debug_struct("EntityWorldMut")
+            .field("id", &self.entity)
+            .field("components", &names)
+            .finish()
+    }
+}
+
+fn archetype_of(world: &World, entity: Entity) -> &Archetype {
+    let loc = world.entities().location(entity).expect("a view's entity is alive");
+    &world.archetypes()[loc.archetype_id as usize]
+}
+
+impl World {
+    /// A read-only view of `entity`.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when it is not alive.
+    pub fn entity(&self, entity: Entity) -> Result<EntityRef<'_>, EntityError> {
+        if self.contains(entity) {
+            Ok(EntityRef::new(self, entity))
+        } else {
+            Err(EntityError::NoSuchEntity(entity))
+        }
+    }
+
+    /// A view of `entity` that can change it.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when it is not alive.
+    pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityWorldMut<'_>, EntityError> {
+        self.flush();
+        if self.contains(entity) {
+            Ok(EntityWorldMut::new(self, entity))
+        } else {
+            Err(EntityError::NoSuchEntity(entity))
+        }
+    }
+}
