@@ -239,18 +239,38 @@ fn a_refused_reservation_under_prlimit_is_a_typed_error() {
         return prlimit_child();
     }
     // 2 GiB of address space: the test binary fits, a 16 GiB reservation does not.
-    let out = std::process::Command::new("prlimit")
-        .arg(format!("--as={}", 2u64 << 30))
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "a_refused_reservation_under_prlimit_is_a_typed_error"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
+    let limit = format!("--as={}", 2u64 << 30);
+    run_child(
+        &["prlimit", &limit],
+        "a_refused_reservation_under_prlimit_is_a_typed_error",
+        CHILD,
+        "refused reservation:",
+    );
+}
+
+/// Runs test `name` of this binary in a child process (behind `wrapper`, a command and its
+/// arguments, if any) with `env` set, asserts that it passed and printed `marker`, and returns
+/// what it printed.
+fn run_child(wrapper: &[&str], name: &str, env: &str, marker: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match wrapper {
+        [] => std::process::Command::new(&exe),
+        [program, args @ ..] => {
+            let mut c = std::process::Command::new(program);
+            c.args(args).arg(&exe);
+            c
+        }
+    };
+    let out = command
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env, "1")
         .output()
-        .expect("prlimit (util-linux) runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .unwrap_or_else(|e| panic!("cannot start {wrapper:?} {exe:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("refused reservation:"), "child did not run:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(marker), "child did not run:\n{stdout}\n{stderr}");
+    stdout
 }
 
 /// Spawns until a column outgrows its heap block and asks for its reservation, which the
@@ -311,16 +331,8 @@ fn the_mapping_count_limit_is_a_typed_error() {
     }
     // In a child process: the test exhausts the process's mappings, which other tests running
     // beside it in this one would feel.
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "the_mapping_count_limit_is_a_typed_error"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(MAP_CHILD, "1")
-        .output()
-        .expect("the test binary runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("mapping limit:"), "child did not run:\n{stdout}\n{stderr}");
+    let stdout =
+        run_child(&[], "the_mapping_count_limit_is_a_typed_error", MAP_CHILD, "mapping limit:");
     println!("{stdout}");
 }
 
