@@ -817,28 +817,35 @@ impl World {
         }
         // Components the entity had already: replace in place, last, as dropping the old
         // values runs user code. The entity is consistent whatever happens here, and if an old
-        // value's `Drop` panics, the replacer still moves the bundle's other values in (none
+        // value's `Drop` panics, the rest of the loop still moves the bundle's values in (none
         // leaks, every old value is dropped once) before the panic continues.
-        // SAFETY:
-        // - `ptrs[i]` is bundle `b`'s value for `ids[i]`, owned here (caller); the ones for
-        //   components `from` lacks were moved into storage above, the others are not used
-        //   again.
-        // - the entity is now in archetype `to`, which has every component of `from`, at
-        //   `loc.table_row` of table `new_table`; the sparse sets of `from` hold it.
-        let mut replacer = unsafe {
-            Replacer::new(
-                &self.components,
-                &self.archetypes[from.index()],
-                &mut self.tables[new_table.index()],
-                &mut self.sparse_sets,
-                entity,
-                loc.table_row as usize,
-                tick,
-                &ids,
-                ptrs,
-            )
-        };
-        replacer.run();
+        let had = &self.archetypes[from.index()];
+        let (components, sets) = (&self.components, &mut self.sparse_sets);
+        let (table, row) = (&mut self.tables[new_table.index()], loc.table_row as usize);
+        for_each_finishing(ids.iter().zip(ptrs), |(&c, &ptr)| {
+            if !had.contains(c) {
+                return;
+            }
+            match components.info(c).storage_type() {
+                StorageType::Table => {
+                    let column = table.column_mut(c).expect("the archetype has it");
+                    column.changed_ticks_mut()[row] = tick;
+                    // SAFETY:
+                    // - the entity's row in `new_table` is `row` and live: it is in archetype
+                    //   `to`, which has every component of `from`.
+                    // - `ptr` is bundle `b`'s value for `c`, of `c`'s type, owned here
+                    //   (caller) and moved in once: `for_each_finishing` visits it once.
+                    unsafe { column.data_mut().replace_unchecked(row, ptr) };
+                }
+                StorageType::SparseSet => {
+                    let set = sets[c.index()].as_mut().expect("made with archetype");
+                    // SAFETY:
+                    // - `ptr` as above; the set holds the entity (a component of `from`), so
+                    //   this replaces in place, which allocates nothing and cannot fail.
+                    unsafe { set.insert(entity, ptr, tick) }.expect("replacing cannot fail");
+                }
+            }
+        });
         Ok(())
     }
 
@@ -1407,84 +1414,6 @@ impl Drop for Resource {
     fn drop(&mut self) {
         // SAFETY: `ptr` is the box made in `new`, dropped only here or in `into_inner`.
         unsafe { (self.drop)(self.ptr) }
-    }
-}
-
-/// Replaces the components an entity already has with a bundle's values, in the bundle's
-/// order; when an old value's `Drop` panics, its own `Drop` (run while unwinding) replaces the
-/// rest, so every new value is moved in once and every old one dropped once.
-struct Replacer<'a> {
-    components: &'a Components,
-    /// The archetype the entity had before the insert: the bundle components it contains
-    /// are the ones to replace.
-    had: &'a Archetype,
-    /// The entity's table; `row` is its live row there, with a column for every table
-    /// component of `had`.
-    table: &'a mut Table,
-    /// Holds the entity for every sparse component of `had`.
-    sets: &'a mut [Option<ComponentSparseSet>],
-    entity: Entity,
-    row: usize,
-    tick: u32,
-    /// `ptrs[i]` is a live value of `ids[i]`'s type, owned by the replacer from `next` on
-    /// (for the components `had` contains).
-    ids: &'a [ComponentId],
-    ptrs: &'a [*mut u8],
-    next: usize,
-}
-
-impl<'a> Replacer<'a> {
-    /// # Safety
-    /// - `ptrs[i]` is a live value of `ids[i]`'s type, which the replacer then owns for every
-    ///   `ids[i]` that `had` contains, and is not used by the caller again.
-    /// - `row` is `entity`'s live row in `table`, which has a column for every table component
-    ///   of `had`; the set of every sparse component of `had` holds `entity`.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn new(
-        components: &'a Components,
-        had: &'a Archetype,
-        table: &'a mut Table,
-        sets: &'a mut [Option<ComponentSparseSet>],
-        entity: Entity,
-        row: usize,
-        tick: u32,
-        ids: &'a [ComponentId],
-        ptrs: &'a [*mut u8],
-    ) -> Self {
-        Self { components, had, table, sets, entity, row, tick, ids, ptrs, next: 0 }
-    }
-
-    fn run(&mut self) {
-        while self.next < self.ids.len() {
-            let (c, ptr) = (self.ids[self.next], self.ptrs[self.next]);
-            // Advance first: a value whose old one panicked on drop was still moved in.
-            self.next += 1;
-            if !self.had.contains(c) {
-                continue;
-            }
-            match self.components.info(c).storage_type() {
-                StorageType::Table => {
-                    let column = self.table.column_mut(c).expect("the archetype has it");
-                    column.changed_ticks_mut()[self.row] = self.tick;
-                    // SAFETY: `row` is live and `ptr` a value of `c`'s type that the replacer
-                    // owns (`new`'s contract), moved in once (`next` is past it).
-                    unsafe { column.data_mut().replace_unchecked(self.row, ptr) };
-                }
-                StorageType::SparseSet => {
-                    let set = self.sets[c.index()].as_mut().expect("made with archetype");
-                    // SAFETY: as above; the set holds the entity, so this replaces in place,
-                    // which allocates nothing and cannot fail.
-                    unsafe { set.insert(self.entity, ptr, self.tick) }
-                        .expect("replacing cannot fail");
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Replacer<'_> {
-    fn drop(&mut self) {
-        self.run();
     }
 }
 
