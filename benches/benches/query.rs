@@ -8,7 +8,10 @@
 //!   (internal iteration, `fold`). bevy through a `QueryState` and `iter_mut`; hecs through
 //!   `World::query_mut`; shipyard through `World::run` with `(&View, &mut ViewMut).iter()`.
 //! - `frag_iter`: 26 component types A..Z, 20 entities of each, every one also with `Data(f32)`;
-//!   `Data *= 2` over all (`&mut Data`). The plain limit is 26 `Vec`s of 20.
+//!   `Data *= 2` over all (`&mut Data`). The plain limit is 26 `Vec`s of 20. folio three times:
+//!   `iter_mut` and `for_each_mut` with `Data` in the 26 tables (the default storage), and
+//!   `for_each_mut` with `Data` registered as a sparse-set component, which is how shipyard
+//!   stores every component: the query names only `Data`, so it walks `Data`'s set densely.
 //! - `heavy_compute`: 1,000 entities of (Matrix4, Position, Rotation, Velocity); in parallel,
 //!   invert each matrix 100 times (one `invert` function, `#[inline(never)]`, called the same way
 //!   by every contender), then transform the position by it. folio through
@@ -317,6 +320,22 @@ fn frag_iter(c: &mut Criterion) {
         }
         fragments!(spawn);
         let mut query = world.query::<&mut Data>();
+        b.iter(|| query.for_each_mut(&mut world, |mut d| double(&mut d)));
+        black_box(&mut world);
+    });
+    group.bench_function("folio (for_each_mut, Data sparse)", |b| {
+        let mut world = folio_archetype::World::new();
+        world
+            .register_component::<Data>(folio_archetype::StorageType::SparseSet)
+            .expect("registered once");
+        macro_rules! spawn {
+            ($t:ident) => {
+                world.spawn_batch((0..FRAG).map(|_| ($t(0.0), Data(1.0))));
+            };
+        }
+        fragments!(spawn);
+        let mut query = world.query::<&mut Data>();
+        assert!(query.matches().is_dense_sparse());
         b.iter(|| query.for_each_mut(&mut world, |mut d| double(&mut d)));
         black_box(&mut world);
     });

@@ -49,6 +49,13 @@ impl<'w> ColumnFetch<'w> {
         }
     }
 
+    /// Points at sparse set `set`'s dense value and changed-tick columns.
+    #[inline(always)]
+    fn set_sparse_set(&mut self, set: &'w ComponentSparseSet) {
+        self.values = set.column().as_ptr();
+        self.changed = set.changed_ticks_ptr();
+    }
+
     /// The value and changed tick of `entity` at `table_row`.
     ///
     /// # Safety
@@ -124,6 +131,16 @@ unsafe impl<T: Component> WorldQuery for &T {
     #[inline(always)]
     unsafe fn set_table<'w>(fetch: &mut ColumnFetch<'w>, state: &ComponentTerm, table: &'w Table) {
         fetch.set_table(state, table);
+    }
+
+    #[inline(always)]
+    unsafe fn set_sparse_set<'w>(
+        fetch: &mut ColumnFetch<'w>,
+        _: &ComponentTerm,
+        _: ComponentId,
+        set: &'w ComponentSparseSet,
+    ) {
+        fetch.set_sparse_set(set);
     }
 
     #[inline(always)]
@@ -291,6 +308,16 @@ unsafe impl<T: Component> WorldQuery for &mut T {
     }
 
     #[inline(always)]
+    unsafe fn set_sparse_set<'w>(
+        fetch: &mut WriteFetch<'w, T>,
+        _: &ComponentTerm,
+        _: ComponentId,
+        set: &'w ComponentSparseSet,
+    ) {
+        fetch.column.set_sparse_set(set);
+    }
+
+    #[inline(always)]
     unsafe fn set_archetype<'w>(
         fetch: &mut WriteFetch<'w, T>,
         state: &ComponentTerm,
@@ -385,7 +412,7 @@ unsafe impl<D: QueryData> WorldQuery for Option<D> {
     fn summarize(state: &D::State, summary: &mut StorageSummary) {
         let mut inner = StorageSummary::default();
         D::summarize(state, &mut inner);
-        summary.any_sparse |= inner.any_sparse;
+        summary.merge_named(&inner);
     }
 
     fn matches(_: &D::State, _: &impl Fn(ComponentId) -> bool) -> bool {
@@ -411,6 +438,22 @@ unsafe impl<D: QueryData> WorldQuery for Option<D> {
         if fetch.matches {
             // SAFETY: the table matches the inner term (checked above); the rest is the caller's.
             unsafe { D::set_table(&mut fetch.inner, state, table) };
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn set_sparse_set<'w>(
+        fetch: &mut OptionFetch<'w, D>,
+        state: &D::State,
+        id: ComponentId,
+        set: &'w ComponentSparseSet,
+    ) {
+        // The set's entities have `id`, and no other component this query names.
+        fetch.matches = D::matches(state, &|c| c == id);
+        if fetch.matches {
+            // SAFETY: the set's entities match the inner term (checked above); the rest is
+            // the caller's.
+            unsafe { D::set_sparse_set(&mut fetch.inner, state, id, set) };
         }
     }
 
@@ -495,6 +538,16 @@ unsafe impl WorldQuery for Entity {
     }
 
     #[inline(always)]
+    unsafe fn set_sparse_set(
+        fetch: &mut EntityFetch,
+        _: &(),
+        _: ComponentId,
+        set: &ComponentSparseSet,
+    ) {
+        fetch.entities = NonNull::from(set.entities()).cast();
+    }
+
+    #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut EntityFetch, _: &(), _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -510,7 +563,8 @@ unsafe impl QueryData for Entity {
 
     #[inline(always)]
     unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
-        // SAFETY: dense iteration: the table's entity column, `table_row < len`.
+        // SAFETY: dense iteration: the table's (or the sparse set's) entity column,
+        // `table_row < len`.
         unsafe { *fetch.entities.as_ptr().add(table_row) }
     }
 
@@ -572,6 +626,19 @@ macro_rules! tuple_query {
                 let ($($fetch,)*) = fetch;
                 // SAFETY: forwarded from the caller (a table matching the tuple matches each).
                 unsafe { $($name::set_table($fetch, $state, table);)* }
+            }
+
+            #[inline(always)]
+            unsafe fn set_sparse_set<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                state: &Self::State,
+                id: ComponentId,
+                set: &'w ComponentSparseSet,
+            ) {
+                let ($($state,)*) = state;
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller.
+                unsafe { $($name::set_sparse_set($fetch, $state, id, set);)* }
             }
 
             #[inline(always)]

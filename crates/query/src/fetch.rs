@@ -9,7 +9,9 @@
 //! no shared reference ever overlaps a write. Which rows are live, and that no two live items
 //! alias, is the iterator's side of the contract (see `iter.rs`).
 
-use folio_archetype::{Archetype, Component, ComponentId, Entity, StorageType, Table, World};
+use folio_archetype::{
+    Archetype, Component, ComponentId, ComponentSparseSet, Entity, StorageType, Table, World,
+};
 use smallvec::SmallVec;
 
 use crate::access::{FilteredAccess, QueryError, TypeKey};
@@ -25,6 +27,35 @@ pub struct StorageSummary {
     pub required_sparse: SmallVec<[ComponentId; 4]>,
     /// Some required term names a component that is not registered yet: nothing matches.
     pub unresolved_required: bool,
+    /// Some term, required or not, names a table-stored component.
+    pub named_table: bool,
+    /// Some term, required or not, names a component that is not registered yet.
+    pub named_unresolved: bool,
+    /// Every sparse-set component any term names, required or not (may repeat).
+    pub named_sparse: SmallVec<[ComponentId; 4]>,
+}
+
+impl StorageSummary {
+    /// Adds what an inner summary (of an optional term or an `Or` alternative) names, without
+    /// its requirements: an optional term requires nothing of the entities it is asked about.
+    pub fn merge_named(&mut self, inner: &StorageSummary) {
+        self.any_sparse |= inner.any_sparse;
+        self.named_table |= inner.named_table;
+        self.named_unresolved |= inner.named_unresolved;
+        self.named_sparse.extend_from_slice(&inner.named_sparse);
+    }
+
+    /// The one sparse-set component a query may iterate densely: the query requires it, and
+    /// names no other component (table-stored, sparse or unregistered) in any term. Every row
+    /// of that set then has everything the fetches read; whether every entity in it also
+    /// passes the archetype-level filters is checked per archetype (see `Matches`).
+    pub fn dense_sparse_candidate(&self) -> Option<ComponentId> {
+        let &first = self.required_sparse.first()?;
+        let only_one = self.required_sparse.iter().all(|&id| id == first)
+            && self.named_sparse.iter().all(|&id| id == first);
+        (only_one && !self.required_table && !self.named_table && !self.named_unresolved)
+            .then_some(first)
+    }
 }
 
 /// One component named by a query term: its type, and its id and storage once registered.
@@ -73,14 +104,21 @@ impl ComponentTerm {
     /// Records this term in `summary`: `required` for terms every match must have.
     pub fn summarize(&self, summary: &mut StorageSummary, required: bool) {
         match self.resolved {
-            None => summary.unresolved_required |= required,
+            None => {
+                summary.unresolved_required |= required;
+                summary.named_unresolved = true;
+            }
             Some((id, StorageType::SparseSet)) => {
                 summary.any_sparse = true;
+                summary.named_sparse.push(id);
                 if required {
                     summary.required_sparse.push(id);
                 }
             }
-            Some((_, StorageType::Table)) => summary.required_table |= required,
+            Some((_, StorageType::Table)) => {
+                summary.required_table |= required;
+                summary.named_table = true;
+            }
         }
     }
 
@@ -102,7 +140,9 @@ impl ComponentTerm {
 /// - [`WorldQuery::summarize`] reports every resolved sparse-set component the term names
 ///   (`any_sparse`): the `Tables` path walks every row of a matched table, which is only right
 ///   when no term depends on a sparse-set component (archetypes that differ only in those share
-///   the table).
+///   the table). It also reports every component the term names at all, required or not
+///   (`named_table`, `named_sparse`, `named_unresolved`): the dense sparse-set path is taken
+///   only for queries that name one sparse-set component and nothing else.
 pub unsafe trait WorldQuery {
     /// Resolved component ids and anything else computed once per query state.
     type State: Send + Sync + 'static;
@@ -143,6 +183,20 @@ pub unsafe trait WorldQuery {
     ///   names is table-stored.
     unsafe fn set_table<'w>(fetch: &mut Self::Fetch<'w>, state: &Self::State, table: &'w Table);
 
+    /// Points the fetch at sparse set `set`, the storage of component `id`, for dense iteration:
+    /// row `i` is the set's dense index `i` (its `i`-th entity, value and ticks).
+    ///
+    /// # Safety
+    /// - `set` belongs to the fetch's world and stores `id`; the query names no component but
+    ///   `id` (`StorageSummary::dense_sparse_candidate`), and every entity in the set belongs
+    ///   to an archetype the query matches.
+    unsafe fn set_sparse_set<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        state: &Self::State,
+        id: ComponentId,
+        set: &'w ComponentSparseSet,
+    );
+
     /// Points the fetch at `archetype`, whose table is `table`, for row-by-entity fetching.
     ///
     /// # Safety
@@ -181,10 +235,12 @@ pub unsafe trait QueryData: WorldQuery {
         table_row: usize,
     ) -> Self::Item<'w>;
 
-    /// The item at `table_row`, after `set_table` (dense iteration: no entity lookup).
+    /// The item at `table_row`, after `set_table` (dense iteration: no entity lookup), or the
+    /// item at dense index `table_row` after `set_sparse_set`.
     ///
     /// # Safety
-    /// - `set_table` was called; `table_row < table.len()`; as for `fetch` otherwise.
+    /// - `set_table` was called and `table_row < table.len()`, or `set_sparse_set` was called
+    ///   and `table_row < set.len()`; as for `fetch` otherwise.
     unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w>;
 
     /// Shortens an item's lifetime (items are covariant in `'w` for every term here).
@@ -214,7 +270,7 @@ pub unsafe trait QueryFilter: WorldQuery {
     /// - As for [`QueryData::fetch`].
     unsafe fn filter_fetch(fetch: &mut Self::Fetch<'_>, entity: Entity, table_row: usize) -> bool;
 
-    /// Whether the row passes, after `set_table`.
+    /// Whether the row passes, after `set_table` or `set_sparse_set`.
     ///
     /// # Safety
     /// - As for [`QueryData::fetch_table`].

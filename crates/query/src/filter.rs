@@ -51,6 +51,15 @@ unsafe impl<T: Component> WorldQuery for With<T> {
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
 
     #[inline(always)]
+    unsafe fn set_sparse_set(
+        _: &mut (),
+        _: &ComponentTerm,
+        _: ComponentId,
+        _: &ComponentSparseSet,
+    ) {
+    }
+
+    #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
 }
 
@@ -101,6 +110,15 @@ unsafe impl<T: Component> WorldQuery for Without<T> {
 
     #[inline(always)]
     unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
+
+    #[inline(always)]
+    unsafe fn set_sparse_set(
+        _: &mut (),
+        _: &ComponentTerm,
+        _: ComponentId,
+        _: &ComponentSparseSet,
+    ) {
+    }
 
     #[inline(always)]
     unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
@@ -212,6 +230,20 @@ macro_rules! tick_filter {
                         column.changed_ticks_ptr()
                     };
                 }
+            }
+
+            #[inline(always)]
+            unsafe fn set_sparse_set<'w>(
+                fetch: &mut TickFetch<'w>,
+                _: &ComponentTerm,
+                _: ComponentId,
+                set: &'w ComponentSparseSet,
+            ) {
+                fetch.ticks = if Self::ADDED {
+                    NonNull::from(set.added_ticks()).cast()
+                } else {
+                    set.changed_ticks_ptr()
+                };
             }
 
             #[inline(always)]
@@ -359,7 +391,7 @@ macro_rules! or_filter {
                 $(
                     let mut inner = StorageSummary::default();
                     $name::summarize($state, &mut inner);
-                    summary.any_sparse |= inner.any_sparse;
+                    summary.merge_named(&inner);
                 )+
             }
 
@@ -391,6 +423,24 @@ macro_rules! or_filter {
                     if $fetch.matches {
                         // SAFETY: the table matches this alternative (checked above).
                         unsafe { $name::set_table(&mut $fetch.fetch, $state, table) };
+                    }
+                )+
+            }
+
+            #[inline(always)]
+            unsafe fn set_sparse_set<'w>(
+                fetch: &mut Self::Fetch<'w>,
+                state: &Self::State,
+                id: ComponentId,
+                set: &'w ComponentSparseSet,
+            ) {
+                let ($($state,)+) = state;
+                let ($($fetch,)+) = fetch;
+                $(
+                    $fetch.matches = $name::matches($state, &|c| c == id);
+                    if $fetch.matches {
+                        // SAFETY: the set's entities match this alternative (checked above).
+                        unsafe { $name::set_sparse_set(&mut $fetch.fetch, $state, id, set) };
                     }
                 )+
             }

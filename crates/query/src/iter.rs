@@ -4,7 +4,9 @@
 //! The iterator visits each matched entity at most once, so the items it hands out for
 //! different rows never alias; its creator vouches that the query's access is held for `'w`.
 //! In `Tables` mode rows are visited as `0..table.len()` of each matched table, with no lookup
-//! per entity and no branch per entity unless the filter checks ticks.
+//! per entity and no branch per entity unless the filter checks ticks. A dense `Sparse`-mode
+//! query ([`Matches::is_dense_sparse`](crate::Matches::is_dense_sparse)) runs the same cursor
+//! over `0..set.len()` of its one sparse set, with the fetches pointed at the set's arrays.
 
 use std::slice;
 
@@ -52,9 +54,24 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
                 F::init_fetch(world, filter_state, last_run, this_run),
             )
         };
+        let (mut data, mut filter) = (data, filter);
+        let dense = match matches.mode {
+            IterMode::Sparse => matches.dense_sparse_set(world),
+            _ => None,
+        };
         let cursor = match matches.mode {
             _ if matches.none => Cursor::Sparse { entities: &[], row: 0, current: None },
             IterMode::Tables => Cursor::Tables { ids: matches.tables.iter(), row: 0, len: 0 },
+            IterMode::Sparse if let Some((id, set)) = dense => {
+                // SAFETY: the query names only `id`, whose set this is, and every archetype
+                // holding `id` matches (`Matches::dense_set`); rows `0..len` are the set's.
+                unsafe {
+                    D::set_sparse_set(&mut data, data_state, id, set);
+                    F::set_sparse_set(&mut filter, filter_state, id, set);
+                }
+                // A single "table" with no further ones: `next` and `fold` walk it densely.
+                Cursor::Tables { ids: [].iter(), row: 0, len: set.len() }
+            }
             IterMode::Archetypes => {
                 Cursor::Archetypes { ids: matches.archetypes.iter(), entities: &[], row: 0 }
             }
@@ -66,7 +83,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
         // Only `Sparse` mode counts down per entity; the others compute their size hint from
         // the tables or archetypes not yet entered, so a run that never asks pays nothing.
         let remaining = match matches.mode {
-            IterMode::Sparse if !matches.none => matches.entity_count(world),
+            IterMode::Sparse if !matches.none && dense.is_none() => matches.entity_count(world),
             _ => 0,
         };
         Self { world, data_state, filter_state, matches, data, filter, cursor, remaining }

@@ -1,7 +1,8 @@
 //! [`QueryParIter`]: a query's items handed to a closure on rayon's thread pool.
 //!
 //! The work is cut into batches of rows (a table, or a slice of one; an archetype's entities, or
-//! a slice of them; a slice of the driving sparse set), each batch run by one task with its own
+//! a slice of them; a slice of the driving sparse set, walked densely when the query names only
+//! that set's component), each batch run by one task with its own
 //! fetch. The batch size adapts to the query's length and the pool's size: about four batches
 //! per thread, none smaller than [`MIN_BATCH`], and a query too small to split runs on the
 //! calling thread without touching the pool.
@@ -31,9 +32,25 @@ pub struct QueryParIter<'w, 's, D: QueryData, F: QueryFilter> {
 /// One batch: rows `start..end` of a table, an archetype's entity list, or the driving set.
 #[derive(Clone, Copy, Debug)]
 enum Batch {
-    Table { index: usize, start: usize, end: usize },
-    Archetype { id: ArchetypeId, start: usize, end: usize },
-    Sparse { start: usize, end: usize },
+    Table {
+        index: usize,
+        start: usize,
+        end: usize,
+    },
+    Archetype {
+        id: ArchetypeId,
+        start: usize,
+        end: usize,
+    },
+    Sparse {
+        start: usize,
+        end: usize,
+    },
+    /// Rows `start..end` of the one sparse set a dense `Sparse`-mode query walks.
+    DenseSparse {
+        start: usize,
+        end: usize,
+    },
 }
 
 impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
@@ -115,10 +132,15 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                     split(len, &mut |start, end| Batch::Archetype { id, start, end });
                 }
             }
-            IterMode::Sparse => {
-                let len = smallest_set(self.world, self.matches).len();
-                split(len, &mut |start, end| Batch::Sparse { start, end });
-            }
+            IterMode::Sparse => match self.matches.dense_sparse_set(self.world) {
+                Some((_, set)) => {
+                    split(set.len(), &mut |start, end| Batch::DenseSparse { start, end });
+                }
+                None => {
+                    let len = smallest_set(self.world, self.matches).len();
+                    split(len, &mut |start, end| Batch::Sparse { start, end });
+                }
+            },
         }
         out
     }
@@ -144,6 +166,21 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                     F::set_table(&mut filter, self.filter_state, table);
                     // Fresh copies whose address is never taken, so the column pointers stay in
                     // registers across the writes made through items (see `QueryIter::fold`).
+                    let (mut data, mut filter) = (data.clone(), filter.clone());
+                    for r in start..end {
+                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                            f(D::fetch_table(&mut data, r));
+                        }
+                    }
+                }
+            }
+            Batch::DenseSparse { start, end } => {
+                let Some((id, set)) = self.matches.dense_sparse_set(world) else { return };
+                // SAFETY: the query names only `id` and every archetype holding it matches
+                // (`Matches::dense_set`); rows `start..end` are in the set and this task's alone.
+                unsafe {
+                    D::set_sparse_set(&mut data, self.data_state, id, set);
+                    F::set_sparse_set(&mut filter, self.filter_state, id, set);
                     let (mut data, mut filter) = (data.clone(), filter.clone());
                     for r in start..end {
                         if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {

@@ -18,7 +18,10 @@ pub enum IterMode {
     /// archetypes, looking sparse components up by entity.
     Archetypes,
     /// Only sparse-set components are required: walk the smallest required set and keep the
-    /// entities whose archetype matches.
+    /// entities whose archetype matches. A query that names one sparse-set component and
+    /// nothing else (`&mut Health`, `(Entity, &Health)`, `Changed<Health>`...) walks that
+    /// set's dense arrays like a table's columns, with no lookup per entity
+    /// ([`Matches::is_dense_sparse`]).
     Sparse,
 }
 
@@ -34,6 +37,10 @@ pub struct Matches {
     pub(crate) required_sparse: SmallVec<[folio_archetype::ComponentId; 4]>,
     /// No archetype can match (a required component is not registered yet).
     pub(crate) none: bool,
+    /// `Sparse` mode, dense: the query names only this sparse-set component, and every
+    /// archetype that has it matches, so every entity of its set is a match and the set's
+    /// dense arrays are walked like a table's columns (no lookup per entity).
+    pub(crate) dense_set: Option<folio_archetype::ComponentId>,
 }
 
 fn set_bit(bits: &mut Vec<u64>, index: usize) -> bool {
@@ -67,7 +74,27 @@ impl Matches {
             archetype_bits: Vec::new(),
             required_sparse: summary.required_sparse.clone(),
             none: summary.unresolved_required,
+            dense_set: match mode {
+                IterMode::Sparse => summary.dense_sparse_candidate(),
+                _ => None,
+            },
         }
+    }
+
+    /// The sparse set to walk densely, if the query qualifies (see `dense_set`).
+    #[inline]
+    pub(crate) fn dense_sparse_set<'w>(
+        &self,
+        world: &'w World,
+    ) -> Option<(folio_archetype::ComponentId, &'w folio_archetype::ComponentSparseSet)> {
+        let id = self.dense_set.filter(|_| !self.none)?;
+        world.sparse_set(id).map(|set| (id, set))
+    }
+
+    /// Whether `Sparse` mode walks one set densely (see `dense_set`).
+    #[inline]
+    pub fn is_dense_sparse(&self) -> bool {
+        self.mode == IterMode::Sparse && self.dense_set.is_some() && !self.none
     }
 
     /// Whether archetype `id` matches.
@@ -237,7 +264,15 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
         for archetype in &archetypes[self.archetype_generation..] {
             let contains = |id| archetype.contains(id);
-            if D::matches(&self.data, &contains) && F::matches(&self.filter, &contains) {
+            let matched = D::matches(&self.data, &contains) && F::matches(&self.filter, &contains);
+            if let Some(id) = self.matches.dense_set {
+                // An archetype with the set's component that the query rejects (`Without<C>`,
+                // say): the set holds non-matching entities, so it cannot be walked blindly.
+                if !matched && archetype.contains(id) {
+                    self.matches.dense_set = None;
+                }
+            }
+            if matched {
                 let m = &mut self.matches;
                 set_bit(&mut m.archetype_bits, archetype.id().index());
                 m.archetypes.push(archetype.id());

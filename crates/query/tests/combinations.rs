@@ -416,6 +416,90 @@ fn queries_requiring_only_sparse_components_are_driven_by_a_set() {
     check!(world, m, Entity, Added<T>, M, |e| e, |m| m.has(BT).then_some(m.e));
 }
 
+/// Whether a fresh state of `D`/`F` walks one sparse set densely.
+fn dense<D: QueryData, F: QueryFilter>(world: &World) -> bool {
+    world.query_filtered::<D, F>().matches().is_dense_sparse()
+}
+
+#[test]
+fn queries_naming_one_sparse_component_walk_its_set_densely() {
+    let (mut world, model) = build();
+    let m = &model;
+    use IterMode::Sparse as M;
+    // Dense: the query names `S` (or `Zs`, or `PageS`) and nothing else.
+    check_exact!(world, m, &S, (), M, |s| s.0, |m| m.opt(BS));
+    check_exact!(world, m, (Entity, &S), (), M, |(e, s)| (e, s.0), |m| m.opt(BS).map(|s| (m.e, s)));
+    check_exact!(world, m, (Entity, Option<&S>), With<S>, M, |(e, s)| (e, s.map(|s| s.0)), |m| m
+        .opt(BS)
+        .map(|s| (m.e, Some(s))));
+    check_exact!(world, m, (Entity, &Zs), (), M, |(e, z)| (e, *z == Zs), |m| m
+        .has(BZS)
+        .then_some((m.e, true)));
+    check_exact!(
+        world,
+        m,
+        &PageS,
+        (),
+        M,
+        |p| {
+            assert_eq!(p as *const PageS as usize % 4096, 0, "misaligned");
+            p.0
+        },
+        |m| m.opt(BPGS)
+    );
+    check!(world, m, (Entity, &S), Or<(Added<S>, Changed<S>)>, M, |(e, _)| e, |m| m
+        .has(BS)
+        .then_some(m.e));
+    for yes in [
+        dense::<&S, ()>(&world),
+        dense::<(Entity, &S), ()>(&world),
+        dense::<(Entity, Option<&S>), With<S>>(&world),
+        dense::<(Entity, &Zs), ()>(&world),
+        dense::<&PageS, ()>(&world),
+        dense::<(Entity, &S), Or<(Added<S>, Changed<S>)>>(&world),
+        dense::<(&S, &S), ()>(&world),
+        dense::<&mut S, Changed<S>>(&world),
+    ] {
+        assert!(yes, "a query naming only S walks S's set");
+    }
+    // Not dense: another component is named, even optionally or as a filter.
+    for no in [
+        dense::<(&S, &Zs), ()>(&world),
+        dense::<&S, Without<A>>(&world),
+        dense::<(&S, Option<&T>), ()>(&world),
+        dense::<(&S, Option<&A>), ()>(&world),
+        dense::<&S, Without<Late>>(&world),
+        dense::<&S, Or<(With<S>, With<T>)>>(&world),
+    ] {
+        assert!(!no, "a query naming more than S checks each entity's archetype");
+    }
+    // Naming only `S` but rejecting every archetype that has it: nothing, not the whole set.
+    let mut never = world.query_filtered::<&S, Without<S>>();
+    assert!(!never.matches().is_dense_sparse());
+    assert_eq!(never.iter(&world).count(), 0);
+    assert_eq!(never.count(&world), 0);
+
+    // Writes through the dense path land on the right entity and mark exactly those changed.
+    let mut writer = world.query::<(Entity, &mut S)>();
+    let mut changed = world.query_filtered::<Entity, Changed<S>>();
+    assert!(writer.matches().is_dense_sparse() && changed.matches().is_dense_sparse());
+    assert_eq!(changed.iter(&world).count(), model.iter().filter(|m| m.has(BS)).count());
+    let mut written = Vec::new();
+    for (e, mut s) in writer.iter_mut(&mut world) {
+        if s.0 % 2 == 0 {
+            s.0 += 1_000_000;
+            written.push(e);
+        }
+    }
+    assert!(!written.is_empty());
+    assert_eq!(sorted(changed.iter(&world).collect()), sorted(written.clone()));
+    for x in &model {
+        let want = x.opt(BS).map(|s| if s % 2 == 0 { s + 1_000_000 } else { s });
+        assert_eq!(world.get::<S>(x.e).map(|s| s.0), want);
+    }
+    world.check_invariants();
+}
+
 #[test]
 fn a_sixteen_element_tuple_reads_everything() {
     let (world, model) = build();
@@ -645,6 +729,8 @@ fn a_state_picks_up_archetypes_and_components_made_after_it() {
         x.0 += 1;
     }
     assert_eq!(late_sparse.matches().mode(), IterMode::Sparse);
+    // Unregistered when the state was made, `LateS` now resolves: the state walks its set.
+    assert!(late_sparse.matches().is_dense_sparse());
     assert_eq!(world.get::<LateS>(a1), Some(&LateS(11)));
     assert_eq!(world.get::<LateS>(ls), Some(&LateS(21)));
     // The optional term resolved to a sparse set: the mode changed, and `a1` (same table as
