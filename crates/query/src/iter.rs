@@ -39,6 +39,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
     /// # Safety
     /// - `matches` is up to date for `world` and the states were built for it.
     /// - The caller holds, for `'w`, the access `D` and `F` need.
+    #[inline]
     pub(crate) unsafe fn new(
         world: &'w World,
         data_state: &'s D::State,

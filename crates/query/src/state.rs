@@ -293,8 +293,19 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// Takes a tick for a run: `(last_run, this_run)`, and remembers `this_run`.
+    #[inline]
     fn begin_run(&mut self, world: &World) -> (u32, u32) {
-        let this_run = world.increment_change_tick();
+        self.begin_run_at(world.increment_change_tick())
+    }
+
+    /// [`Self::begin_run`] on an exclusively borrowed world: no atomic increment.
+    #[inline]
+    fn begin_run_mut(&mut self, world: &mut World) -> (u32, u32) {
+        self.begin_run_at(world.increment_change_tick_mut())
+    }
+
+    #[inline]
+    fn begin_run_at(&mut self, this_run: u32) -> (u32, u32) {
         let last_run = self.last_run_for(this_run);
         self.last_run = Some(this_run);
         (last_run, this_run)
@@ -330,9 +341,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// The matching entities' items, mutably. Counts as a run of the query.
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, D, F> {
-        let world = &*world;
         self.update_archetypes(world);
-        let (last_run, this_run) = self.begin_run(world);
+        let (last_run, this_run) = self.begin_run_mut(world);
+        let world = &*world;
         // SAFETY:
         // - the state was updated for `world` above.
         // - `&mut World` gives this query exclusive access for `'w`; its own access was
@@ -448,9 +459,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// A parallel iterator over the items, mutably. Counts as a run.
     pub fn par_iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryParIter<'w, 's, D, F> {
-        let world = &*world;
         self.update_archetypes(world);
-        let (last_run, this_run) = self.begin_run(world);
+        let (last_run, this_run) = self.begin_run_mut(world);
+        let world = &*world;
         // SAFETY: as in `iter_mut`: each entity goes to exactly one task.
         unsafe {
             QueryParIter::new(world, &self.data, &self.filter, &self.matches, last_run, this_run)

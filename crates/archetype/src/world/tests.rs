@@ -711,3 +711,17 @@ fn entity_views_read_write_and_refuse_dead_entities() {
     assert!(world.entity(e).is_err() && world.entity(reused).is_ok(), "stale id after reuse");
     world.check_invariants();
 }
+
+#[test]
+fn increment_change_tick_mut_hands_out_the_same_ticks_as_the_atomic_one() {
+    let mut world = World::new();
+    let start = world.change_tick();
+    assert_eq!(world.increment_change_tick(), start);
+    assert_eq!(world.increment_change_tick_mut(), start + 1);
+    assert_eq!(world.increment_change_tick(), start + 2);
+    assert_eq!(world.change_tick(), start + 3);
+    // It wraps as the atomic one does.
+    *world.change_tick.get_mut() = u32::MAX;
+    assert_eq!(world.increment_change_tick_mut(), u32::MAX);
+    assert_eq!(world.change_tick(), 0);
+}
