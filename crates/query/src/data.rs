@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::slice;
 
 use folio_archetype::{
     Archetype, Component, ComponentId, ComponentSparseSet, Entity, Table, World,
@@ -186,6 +187,29 @@ unsafe impl<T: Component> QueryData for &T {
 
     fn shrink<'wlong: 'wshort, 'wshort>(item: &'wlong T) -> &'wshort T {
         item
+    }
+
+    const NOALIAS_ROWS: bool = true;
+    type ColA<'w> = &'w [T];
+    type ColB<'w> = ();
+
+    #[inline(always)]
+    unsafe fn columns<'w>(
+        fetch: &Self::Fetch<'w>,
+        start: usize,
+        end: usize,
+    ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+        // SAFETY: the fetch points at a column (or set) of at least `end` live `T`s, which the
+        // query may read for `'w` (caller).
+        let values = unsafe {
+            slice::from_raw_parts(fetch.values.as_ptr().cast::<T>().add(start), end - start)
+        };
+        (values, ())
+    }
+
+    #[inline(always)]
+    unsafe fn rebase<'w>(fetch: &mut Self::Fetch<'w>, a: &mut Self::ColA<'w>, _: &mut ()) {
+        fetch.values = NonNull::from(*a).cast();
     }
 }
 
@@ -371,6 +395,38 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
     fn shrink<'wlong: 'wshort, 'wshort>(item: Mut<'wlong, T>) -> Mut<'wshort, T> {
         item
     }
+
+    const NOALIAS_ROWS: bool = true;
+    type ColA<'w> = &'w mut [T];
+    type ColB<'w> = &'w mut [u32];
+
+    #[inline(always)]
+    unsafe fn columns<'w>(
+        fetch: &Self::Fetch<'w>,
+        start: usize,
+        end: usize,
+    ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+        let len = end - start;
+        // SAFETY: the fetch points at a column (or set) of at least `end` live `T`s and their
+        // changed ticks; the query has exclusive access to both, and no item of these rows is
+        // alive (caller).
+        unsafe {
+            (
+                slice::from_raw_parts_mut(fetch.column.values.as_ptr().cast::<T>().add(start), len),
+                slice::from_raw_parts_mut(fetch.column.changed.as_ptr().add(start), len),
+            )
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn rebase<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        a: &mut Self::ColA<'w>,
+        b: &mut Self::ColB<'w>,
+    ) {
+        fetch.column.values = NonNull::from(&mut **a).cast();
+        fetch.column.changed = NonNull::from(&mut **b).cast();
+    }
 }
 
 /// An optional term's fetch: the inner fetch, and whether the current table or archetype has
@@ -501,6 +557,21 @@ unsafe impl<D: QueryData> QueryData for Option<D> {
     fn shrink<'wlong: 'wshort, 'wshort>(item: Self::Item<'wlong>) -> Self::Item<'wshort> {
         item.map(D::shrink)
     }
+
+    // Whether the inner term is there changes per table: the plain loop.
+    const NOALIAS_ROWS: bool = false;
+    type ColA<'w> = ();
+    type ColB<'w> = ();
+
+    unsafe fn columns<'w>(
+        _: &Self::Fetch<'w>,
+        _: usize,
+        _: usize,
+    ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+        ((), ())
+    }
+
+    unsafe fn rebase<'w>(_: &mut Self::Fetch<'w>, _: &mut Self::ColA<'w>, _: &mut Self::ColB<'w>) {}
 }
 
 // SAFETY: the inner term only reads.
@@ -576,13 +647,33 @@ unsafe impl QueryData for Entity {
     fn shrink<'wlong: 'wshort, 'wshort>(item: Entity) -> Entity {
         item
     }
+
+    const NOALIAS_ROWS: bool = true;
+    type ColA<'w> = &'w [Entity];
+    type ColB<'w> = ();
+
+    #[inline(always)]
+    unsafe fn columns<'w>(
+        fetch: &Self::Fetch<'w>,
+        start: usize,
+        end: usize,
+    ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+        // SAFETY: the fetch points at an entity column of at least `end` ids, which no one
+        // writes while the query runs (caller).
+        (unsafe { slice::from_raw_parts(fetch.entities.as_ptr().add(start), end - start) }, ())
+    }
+
+    #[inline(always)]
+    unsafe fn rebase<'w>(fetch: &mut Self::Fetch<'w>, a: &mut Self::ColA<'w>, _: &mut ()) {
+        fetch.entities = NonNull::from(*a).cast();
+    }
 }
 
 // SAFETY: reads nothing.
 unsafe impl ReadOnlyQueryData for Entity {}
 
 macro_rules! tuple_query {
-    ($(($name:ident, $state:ident, $fetch:ident)),*) => {
+    ($(($name:ident, $state:ident, $fetch:ident, $a:ident, $b:ident)),*) => {
         // SAFETY: every method forwards to each element; access is the union, checked for
         // conflicts as each element adds its own.
         #[allow(non_snake_case, unused_variables, unused_unsafe, clippy::unused_unit)]
@@ -684,6 +775,84 @@ macro_rules! tuple_query {
                 let ($($name,)*) = item;
                 ($($name::shrink($name),)*)
             }
+
+            const NOALIAS_ROWS: bool = true $(&& $name::NOALIAS_ROWS)*;
+            // A tuple hands its elements' columns to `noalias` one by one (an argument that is
+            // a tuple of slices would carry no no-alias guarantee).
+            type ColA<'w> = ();
+            type ColB<'w> = ();
+
+            unsafe fn columns<'w>(
+                _: &Self::Fetch<'w>,
+                _: usize,
+                _: usize,
+            ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+                ((), ())
+            }
+
+            unsafe fn rebase<'w>(
+                _: &mut Self::Fetch<'w>,
+                _: &mut Self::ColA<'w>,
+                _: &mut Self::ColB<'w>,
+            ) {
+            }
+
+            #[inline(always)]
+            unsafe fn fold_rows<'w, BB, GG>(
+                fetch: &Self::Fetch<'w>,
+                start: usize,
+                end: usize,
+                mut acc: BB,
+                g: &mut GG,
+            ) -> BB
+            where
+                GG: FnMut(BB, Self::Item<'w>) -> BB,
+            {
+                /// `fold_rows_noalias` for a tuple: two arguments per element.
+                ///
+                /// # Safety
+                /// - As for `fold_rows_noalias`, for each element's columns.
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments, clippy::extra_unused_lifetimes)]
+                unsafe fn noalias<'w, $($name: QueryData,)* BB, GG>(
+                    $(mut $a: $name::ColA<'w>, mut $b: $name::ColB<'w>,)*
+                    fetch: &($($name::Fetch<'w>,)*),
+                    len: usize,
+                    mut acc: BB,
+                    g: &mut GG,
+                ) -> BB
+                where
+                    GG: FnMut(BB, ($($name::Item<'w>,)*)) -> BB,
+                {
+                    let mut fetch = fetch.clone();
+                    {
+                        let ($($fetch,)*) = &mut fetch;
+                        // SAFETY: each element's columns were made by its `columns` for its
+                        // fetch (caller).
+                        unsafe { $($name::rebase($fetch, &mut $a, &mut $b);)* }
+                    }
+                    for r in 0..len {
+                        // SAFETY: rebased: row `r` is the table's row `start + r`, in bounds.
+                        acc = g(acc, unsafe { <($($name,)*) as QueryData>::fetch_table(&mut fetch, r) });
+                    }
+                    acc
+                }
+
+                if Self::NOALIAS_ROWS {
+                    let ($($fetch,)*) = fetch;
+                    // SAFETY: forwarded from the caller; every element supports `columns`.
+                    return unsafe {
+                        $(let ($a, $b) = $name::columns($fetch, start, end);)*
+                        noalias::<$($name,)* BB, GG>($($a, $b,)* fetch, end - start, acc, g)
+                    };
+                }
+                let mut fetch = fetch.clone();
+                for r in start..end {
+                    // SAFETY: forwarded from the caller.
+                    acc = g(acc, unsafe { Self::fetch_table(&mut fetch, r) });
+                }
+                acc
+            }
         }
 
         // SAFETY: every element only reads.
@@ -703,7 +872,9 @@ pub(crate) use all_tuples;
 
 tuple_query!();
 all_tuples!(tuple_query;
-    (D0, s0, f0), (D1, s1, f1), (D2, s2, f2), (D3, s3, f3), (D4, s4, f4), (D5, s5, f5),
-    (D6, s6, f6), (D7, s7, f7), (D8, s8, f8), (D9, s9, f9), (D10, s10, f10), (D11, s11, f11),
-    (D12, s12, f12), (D13, s13, f13), (D14, s14, f14), (D15, s15, f15)
+    (D0, s0, f0, a0, b0), (D1, s1, f1, a1, b1), (D2, s2, f2, a2, b2), (D3, s3, f3, a3, b3),
+    (D4, s4, f4, a4, b4), (D5, s5, f5, a5, b5), (D6, s6, f6, a6, b6), (D7, s7, f7, a7, b7),
+    (D8, s8, f8, a8, b8), (D9, s9, f9, a9, b9), (D10, s10, f10, a10, b10),
+    (D11, s11, f11, a11, b11), (D12, s12, f12, a12, b12), (D13, s13, f13, a13, b13),
+    (D14, s14, f14, a14, b14), (D15, s15, f15, a15, b15)
 );

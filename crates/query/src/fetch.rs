@@ -8,6 +8,13 @@
 //! ticks (`(&mut T, Changed<T>)`) reads ticks through the same raw pointer it writes through, so
 //! no shared reference ever overlaps a write. Which rows are live, and that no two live items
 //! alias, is the iterator's side of the contract (see `iter.rs`).
+//!
+//! The one place slices are made is [`QueryData::fold_rows`], for long runs of a dense loop
+//! whose filter reads nothing per row: each term's columns over exactly the rows about to be
+//! visited (`&[T]` for a read, `&mut [T]` and `&mut [u32]` ticks for a write), none of which has
+//! an item yet, passed as separate arguments to an out-of-line loop, whose items are then all
+//! derived from those slices. Items handed out before (earlier rows) or kept after (the loop's
+//! rows) never overlap a slice made for other rows.
 
 use folio_archetype::{
     Archetype, Component, ComponentId, ComponentSparseSet, Entity, StorageType, Table, World,
@@ -245,6 +252,107 @@ pub unsafe trait QueryData: WorldQuery {
 
     /// Shortens an item's lifetime (items are covariant in `'w` for every term here).
     fn shrink<'wlong: 'wshort, 'wshort>(item: Self::Item<'wlong>) -> Self::Item<'wshort>;
+
+    /// Whether [`QueryData::fold_rows`] hands the rows to `fold_rows_noalias` (every term
+    /// of the query can give its columns as reference arguments).
+    const NOALIAS_ROWS: bool;
+
+    /// The term's first column over some rows, as a function argument (`&[T]`,
+    /// `&mut [T]`, or `()` when the term has none).
+    type ColA<'w>;
+    /// The term's second column (the changed ticks a `&mut T` stamps), or `()`.
+    type ColB<'w>;
+
+    /// The term's columns over rows `start..end` of the table (or sparse set) the fetch is
+    /// set to. Only called when `NOALIAS_ROWS`.
+    ///
+    /// # Safety
+    /// - The fetch is set (`set_table` or `set_sparse_set`) and `start <= end <= len`.
+    /// - No item of those rows is alive, and none is made for them but through the returned
+    ///   columns (via [`QueryData::rebase`]) while they live.
+    unsafe fn columns<'w>(
+        fetch: &Self::Fetch<'w>,
+        start: usize,
+        end: usize,
+    ) -> (Self::ColA<'w>, Self::ColB<'w>);
+
+    /// Points the fetch at the columns `columns` made, so that row `r` of the fetch is row
+    /// `start + r` of the table.
+    ///
+    /// # Safety
+    /// - `a` and `b` come from `columns` for this fetch.
+    unsafe fn rebase<'w>(
+        fetch: &mut Self::Fetch<'w>,
+        a: &mut Self::ColA<'w>,
+        b: &mut Self::ColB<'w>,
+    );
+
+    /// Runs `g` over rows `start..end` of the current table (or sparse set), in order: the
+    /// dense loop of `fold` and `for_each`.
+    ///
+    /// When `NOALIAS_ROWS`, the rows go to an out-of-line function that takes every column as
+    /// its own reference argument (see `fold_rows_noalias`): the compiler then knows the
+    /// columns do not overlap, and can keep values in registers across writes to other
+    /// columns, or combine a row's loads and stores into vector ones. Measured on
+    /// `simple_iter` (`pos += vel`, `Position` 12 bytes).
+    ///
+    /// # Safety
+    /// - As for [`QueryData::fetch_table`] for every row of `start..end`, and as for
+    ///   [`QueryData::columns`].
+    #[inline(always)]
+    unsafe fn fold_rows<'w, B, G>(
+        fetch: &Self::Fetch<'w>,
+        start: usize,
+        end: usize,
+        mut acc: B,
+        g: &mut G,
+    ) -> B
+    where
+        G: FnMut(B, Self::Item<'w>) -> B,
+    {
+        if Self::NOALIAS_ROWS {
+            // SAFETY: forwarded from the caller.
+            return unsafe {
+                let (a, b) = Self::columns(fetch, start, end);
+                fold_rows_noalias::<Self, B, G>(a, b, fetch, end - start, acc, g)
+            };
+        }
+        let mut fetch = fetch.clone();
+        for r in start..end {
+            // SAFETY: forwarded from the caller.
+            acc = g(acc, unsafe { Self::fetch_table(&mut fetch, r) });
+        }
+        acc
+    }
+}
+
+/// The dense loop with one term's columns as reference arguments (see
+/// [`QueryData::fold_rows`]). Out of line on purpose: inlined, the arguments' no-alias
+/// guarantee would be lost when the compiler's MIR inliner merges the bodies.
+///
+/// # Safety
+/// - `a` and `b` come from `D::columns(fetch, start, end)` with `len = end - start`; as for
+///   [`QueryData::fold_rows`].
+#[inline(never)]
+pub(crate) unsafe fn fold_rows_noalias<'w, D: QueryData + ?Sized, B, G>(
+    mut a: D::ColA<'w>,
+    mut b: D::ColB<'w>,
+    fetch: &D::Fetch<'w>,
+    len: usize,
+    mut acc: B,
+    g: &mut G,
+) -> B
+where
+    G: FnMut(B, D::Item<'w>) -> B,
+{
+    let mut fetch = fetch.clone();
+    // SAFETY: the columns were made by `D::columns` for this fetch (caller).
+    unsafe { D::rebase(&mut fetch, &mut a, &mut b) };
+    for r in 0..len {
+        // SAFETY: rebased: row `r` is row `start + r`, in bounds (caller).
+        acc = g(acc, unsafe { D::fetch_table(&mut fetch, r) });
+    }
+    acc
 }
 
 /// A [`QueryData`] that only reads: safe to iterate through a shared `&World`, and many of its

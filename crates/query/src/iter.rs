@@ -15,6 +15,11 @@ use folio_archetype::{ArchetypeEntity, ArchetypeId, Entity, TableId, World};
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter};
 use crate::state::{IterMode, Matches};
 
+/// The fewest rows `fold` hands to [`QueryData::fold_rows`] (an out-of-line call with the
+/// columns as reference arguments); shorter runs stay in the inlined loop, where a call per
+/// table would cost more than it saves (`frag_iter`'s tables have 20 rows).
+pub(crate) const NOALIAS_MIN_ROWS: usize = 64;
+
 enum Cursor<'w, 's> {
     Tables { ids: slice::Iter<'s, TableId>, row: usize, len: usize },
     Archetypes { ids: slice::Iter<'s, ArchetypeId>, entities: &'w [ArchetypeEntity], row: usize },
@@ -248,12 +253,19 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             // reading it per row would reload it after every write made through an item (and
             // keep the loop from being vectorised).
             let (mut data, mut filter) = (self.data.clone(), self.filter.clone());
-            for r in start..end {
-                // SAFETY: as in `next`: the fetches (copies of the ones set to this table) point
-                // at this table, `r < len`, and each row is visited once.
-                unsafe {
-                    if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
-                        acc = g(acc, D::fetch_table(&mut data, r));
+            if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
+                // SAFETY: as below; no item of rows `start..end` was handed out yet, and these
+                // rows are visited once, through the columns `fold_rows` makes. (`self.data`,
+                // not the copy: the copy's address must not escape, see above.)
+                acc = unsafe { D::fold_rows(&self.data, start, end, acc, &mut g) };
+            } else {
+                for r in start..end {
+                    // SAFETY: as in `next`: the fetches (copies of the ones set to this table)
+                    // point at this table, `r < len`, and each row is visited once.
+                    unsafe {
+                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                            acc = g(acc, D::fetch_table(&mut data, r));
+                        }
                     }
                 }
             }

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use folio_archetype::{ArchetypeId, World};
 
 use crate::fetch::{QueryData, QueryFilter};
-use crate::iter::{QueryIter, smallest_set};
+use crate::iter::{NOALIAS_MIN_ROWS, QueryIter, smallest_set};
 use crate::state::{IterMode, Matches};
 
 /// The fewest rows a batch gets by default.
@@ -164,6 +164,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_table(&mut data, self.data_state, table);
                     F::set_table(&mut filter, self.filter_state, table);
+                    // Long runs: the columns as reference arguments (see `QueryData::fold_rows`).
+                    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
+                        D::fold_rows(&data, start, end, (), &mut |(), item| f(item));
+                        return;
+                    }
                     // Fresh copies whose address is never taken, so the column pointers stay in
                     // registers across the writes made through items (see `QueryIter::fold`).
                     let (mut data, mut filter) = (data.clone(), filter.clone());
@@ -181,6 +186,10 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_sparse_set(&mut data, self.data_state, id, set);
                     F::set_sparse_set(&mut filter, self.filter_state, id, set);
+                    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
+                        D::fold_rows(&data, start, end, (), &mut |(), item| f(item));
+                        return;
+                    }
                     let (mut data, mut filter) = (data.clone(), filter.clone());
                     for r in start..end {
                         if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
