@@ -280,14 +280,6 @@ impl Table {
         self.ids.binary_search(&id).ok()
     }
 
-    /// The position of `id`'s column, trying `hint` (the position in the previous table a
-    /// query visited, say) before searching: a query walking many tables finds its column at
-    /// the same position in most of them.
-    #[inline]
-    pub fn column_index_near(&self, id: ComponentId, hint: usize) -> Option<usize> {
-        if self.ids.get(hint) == Some(&id) { Some(hint) } else { self.column_index(id) }
-    }
-
     /// `id`'s column, if the table has it.
     #[inline]
     pub fn column(&self, id: ComponentId) -> Option<&TableColumn> {

@@ -21,13 +21,11 @@ pub struct ColumnFetch<'w> {
     changed: NonNull<u32>,
     /// The component's sparse set (sparse-set storage).
     sparse: Option<&'w ComponentSparseSet>,
-    /// The column's position in the last table set: where to look first in the next one.
-    hint: usize,
 }
 
 impl Clone for ColumnFetch<'_> {
     fn clone(&self) -> Self {
-        Self { values: self.values, changed: self.changed, sparse: self.sparse, hint: self.hint }
+        Self { values: self.values, changed: self.changed, sparse: self.sparse }
     }
 }
 
@@ -38,7 +36,7 @@ impl<'w> ColumnFetch<'w> {
             Some((id, folio_archetype::StorageType::SparseSet)) => world.sparse_set(id),
             _ => None,
         };
-        Self { values: NonNull::dangling(), changed: NonNull::dangling(), sparse, hint: 0 }
+        Self { values: NonNull::dangling(), changed: NonNull::dangling(), sparse }
     }
 
     /// Points at `table`'s column for `term` (table storage only; a no-op otherwise).
@@ -47,11 +45,9 @@ impl<'w> ColumnFetch<'w> {
         if self.sparse.is_some() {
             return;
         }
-        if let Some(index) = term.id().and_then(|id| table.column_index_near(id, self.hint)) {
-            let column = &table.columns()[index];
+        if let Some(column) = term.id().and_then(|id| table.column(id)) {
             self.values = column.data().as_ptr();
             self.changed = column.changed_ticks_ptr();
-            self.hint = index;
         }
     }
 

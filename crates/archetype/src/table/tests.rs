@@ -220,21 +220,3 @@ fn swap_remove_in_a_table_without_components_removes_one_row() {
     assert_eq!(empty.swap_remove_and_drop(0), Some(entity(2)));
     assert_eq!(empty.entities(), &[entity(2), entity(1)]);
 }
-
-#[test]
-fn column_index_near_takes_a_right_hint_and_searches_past_a_wrong_one() {
-    let mut c = Components::new();
-    let ids: Vec<ComponentId> =
-        vec![c.register::<Pos>(), c.register::<Aligned>(), c.register::<Marker>()];
-    let table = Table::new(&c, &ids);
-    let other = c.register::<u8>();
-    for (i, &id) in ids.iter().enumerate() {
-        assert_eq!(table.column_index(id), Some(i));
-        for hint in [0, 1, 2, 3, usize::MAX] {
-            assert_eq!(table.column_index_near(id, hint), Some(i), "id {i}, hint {hint}");
-        }
-    }
-    for hint in [0, 1, 2, 3, usize::MAX] {
-        assert_eq!(table.column_index_near(other, hint), None, "absent, hint {hint}");
-    }
-}
