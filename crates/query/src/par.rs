@@ -164,19 +164,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_table(&mut data, self.data_state, table);
                     F::set_table(&mut filter, self.filter_state, table);
-                    // Long runs: the columns as reference arguments (see `QueryData::fold_rows`).
-                    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
-                        D::fold_rows(&data, start, end, (), &mut |(), item| f(item));
-                        return;
-                    }
-                    // Fresh copies whose address is never taken, so the column pointers stay in
-                    // registers across the writes made through items (see `QueryIter::fold`).
-                    let (mut data, mut filter) = (data.clone(), filter.clone());
-                    for r in start..end {
-                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
-                            f(D::fetch_table(&mut data, r));
-                        }
-                    }
+                    dense_rows::<D, F, G>(&data, &filter, start, end, f);
                 }
             }
             Batch::DenseSparse { start, end } => {
@@ -186,16 +174,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_sparse_set(&mut data, self.data_state, id, set);
                     F::set_sparse_set(&mut filter, self.filter_state, id, set);
-                    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
-                        D::fold_rows(&data, start, end, (), &mut |(), item| f(item));
-                        return;
-                    }
-                    let (mut data, mut filter) = (data.clone(), filter.clone());
-                    for r in start..end {
-                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
-                            f(D::fetch_table(&mut data, r));
-                        }
-                    }
+                    dense_rows::<D, F, G>(&data, &filter, start, end, f);
                 }
             }
             Batch::Archetype { id, start, end } => {
@@ -236,6 +215,38 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Rows `start..end` of the table (or sparse set) both fetches are set to, densely.
+///
+/// # Safety
+/// - The fetches are set (`set_table` or `set_sparse_set`), `end <= len`, the rows are this
+///   task's alone and none of them has an item yet.
+#[inline(always)]
+unsafe fn dense_rows<'w, D: QueryData, F: QueryFilter, G: Fn(D::Item<'w>)>(
+    data: &D::Fetch<'w>,
+    filter: &F::Fetch<'w>,
+    start: usize,
+    end: usize,
+    f: &G,
+) {
+    // Long runs: the columns as reference arguments (see `QueryData::fold_rows`).
+    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
+        // SAFETY: forwarded from the caller.
+        unsafe { D::fold_rows(data, start, end, (), &mut |(), item| f(item)) };
+        return;
+    }
+    // Fresh copies whose address is never taken, so the column pointers stay in registers
+    // across the writes made through items (see `QueryIter::fold`).
+    let (mut data, mut filter) = (data.clone(), filter.clone());
+    for r in start..end {
+        // SAFETY: forwarded from the caller; each row is visited once.
+        unsafe {
+            if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                f(D::fetch_table(&mut data, r));
             }
         }
     }
