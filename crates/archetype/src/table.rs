@@ -14,6 +14,8 @@
 
 use std::ptr::NonNull;
 
+use smallvec::SmallVec;
+
 use folio_storage::{Column, Entity, StorageConfig, StorageError};
 
 use crate::bundle::ComponentIds;
@@ -128,6 +130,29 @@ impl TableColumn {
         unsafe {
             self.added.get_unchecked(row).cast::<u32>().as_ptr().write(added);
             self.changed.get_unchecked(row).cast::<u32>().as_ptr().write(changed);
+        }
+    }
+
+    /// Writes `tick` as the added and changed tick of rows `start..start + n`.
+    ///
+    /// # Safety
+    /// - `start + n <= capacity` of both tick columns.
+    #[inline]
+    unsafe fn fill_ticks(&mut self, start: usize, n: usize, tick: u32) {
+        // SAFETY: `start + n <= capacity` (caller): both ranges are inside their buffers, whose
+        // items are `u32`s (built with `Column::of::<u32>()`), so the slots are aligned; the
+        // slices live only for the fill and nothing else points into those rows meanwhile.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.added.get_unchecked(start).cast::<u32>().as_ptr(),
+                n,
+            )
+            .fill(tick);
+            std::slice::from_raw_parts_mut(
+                self.changed.get_unchecked(start).cast::<u32>().as_ptr(),
+                n,
+            )
+            .fill(tick);
         }
     }
 
@@ -382,6 +407,53 @@ impl Table {
             self.entities.set_len(row + 1);
         }
         row
+    }
+
+    /// Rows that fit without a reservation: `cap - len`.
+    #[inline]
+    pub(crate) fn spare_rows(&self) -> usize {
+        self.cap - self.len()
+    }
+
+    /// Where a batch of rows is written before [`Table::commit_rows`]: every column's first
+    /// item and item size, in column order, and the entity column's first slot. Row `r` of
+    /// column `c` is at `bases[c].0 + r * bases[c].1`.
+    ///
+    /// The pointers stay valid until the table is next reserved, cleared or shrunk; the slots
+    /// from `len` to `len + spare_rows()` may be written through them.
+    pub(crate) fn row_bases(&mut self) -> (SmallVec<[(*mut u8, usize); 8]>, *mut Entity) {
+        let bases = self
+            .columns
+            .iter_mut()
+            // SAFETY: row 0 is at most the capacity, so the pointer is the buffer's start.
+            .map(|c| (unsafe { c.data.get_unchecked(0) }.as_ptr(), c.data.item_layout().size()))
+            .collect();
+        // SAFETY: as above, for the entity column.
+        let entities = unsafe { self.entities.get_unchecked(0) }.cast::<Entity>().as_ptr();
+        (bases, entities)
+    }
+
+    /// Appends rows `len..len + n`, whose values and entities were written through
+    /// [`Table::row_bases`]: each component's added and changed ticks become `tick`, written as
+    /// one fill per tick column instead of two stores per row and component.
+    ///
+    /// # Safety
+    /// - `n <= spare_rows()`.
+    /// - For every column, the slots of those rows hold valid values of the column's type,
+    ///   which the table now owns, and the entity column's slots hold their entities.
+    pub(crate) unsafe fn commit_rows(&mut self, n: usize, tick: u32) {
+        let len = self.len();
+        debug_assert!(n <= self.cap - len);
+        for column in self.columns.iter_mut() {
+            // SAFETY: `len + n <= cap <= capacity` of every column (caller); the values were
+            // written (caller) and the ticks are written here, so `[0, len + n)` is initialised.
+            unsafe {
+                column.fill_ticks(len, n, tick);
+                column.set_len(len + n);
+            }
+        }
+        // SAFETY: as above, for the entity column, whose slots the caller wrote.
+        unsafe { self.entities.set_len(len + n) };
     }
 
     /// Appends a row for `entity`, taking each component's value from `value(id)`.

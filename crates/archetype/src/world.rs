@@ -520,14 +520,8 @@ impl World {
         let _ = entities.try_reserve_new(lower);
         let mut spawned = Vec::with_capacity(lower);
         match spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
-            Some(plan) => {
-                archetype.reserve(lower);
-                for bundle in iter {
-                    let entity = spawn_in(entities, table, archetype, plan, bundle, tick)
-                        .unwrap_or_else(|e| panic!("World::spawn: {e}"));
-                    spawned.push(entity);
-                }
-            }
+            Some(plan) => spawn_rows(entities, table, archetype, plan, iter, tick, &mut spawned)
+                .unwrap_or_else(|e| panic!("World::spawn: {e}")),
             None => spawned.extend(iter.map(|bundle| self.spawn(bundle))),
         }
         spawned
@@ -1359,6 +1353,93 @@ fn spawn_in<B: Bundle>(
     }
     archetype.push(entity, table_row as u32);
     Ok(entity)
+}
+
+/// `spawn_batch` along a table-only spawn plan: the bundles are written straight into the
+/// table's reserved rows, a room-full at a time, and each room-full is committed at once (its
+/// ticks filled per column, every column's length set once) instead of row by row.
+///
+/// If the iterator panics, or an entity or a row cannot be had, the rows written so far are
+/// committed first (their entities exist, complete); the failing bundle is dropped.
+fn spawn_rows<B: Bundle>(
+    entities: &mut Entities,
+    table: &mut Table,
+    archetype: &mut Archetype,
+    plan: &SpawnPlan,
+    mut iter: impl Iterator<Item = B>,
+    tick: u32,
+    spawned: &mut Vec<Entity>,
+) -> Result<(), EntityError> {
+    /// Commits the rows written so far when dropped, on unwind too.
+    struct Rows<'a> {
+        table: &'a mut Table,
+        written: usize,
+        tick: u32,
+    }
+    impl Drop for Rows<'_> {
+        fn drop(&mut self) {
+            // SAFETY: `written <= spare_rows()` (the loop stops at the room it took), and each
+            // of those rows had every column's value and its entity written before `written`
+            // counted it.
+            unsafe { self.table.commit_rows(self.written, self.tick) };
+        }
+    }
+
+    let columns = plan.columns.as_deref().expect("a table-only spawn plan");
+    let mut next = iter.next();
+    while let Some(first) = next.take() {
+        if table.spare_rows() == 0 {
+            // Room for what the iterator still promises; if that is refused, for one row, so
+            // that a batch past the end of a reservation still spawns every row that fits.
+            if table.try_reserve(iter.size_hint().0.saturating_add(1)).is_err() {
+                table.try_reserve(1)?;
+            }
+        }
+        let room = table.spare_rows();
+        archetype.reserve(room);
+        // Not fatal: `try_alloc_at` reserves (and reports) for itself.
+        let _ = entities.try_reserve_new(room);
+        let start = table.len();
+        let (bases, entity_base) = table.row_bases();
+        let mut rows = Rows { table, written: 0, tick };
+        let mut bundle = first;
+        loop {
+            let row = start + rows.written;
+            let entity = entities.try_alloc_at(EntityLocation {
+                archetype_id: plan.archetype.0,
+                archetype_row: archetype.len() as u32,
+                table_id: plan.table.0,
+                table_row: row as u32,
+            })?;
+            // SAFETY:
+            // - `row < start + room`, inside every column's buffer; `bases` was taken after the
+            //   last reservation and nothing reserves or removes until `rows` commits.
+            // - `columns[i]` is the table column of bundle component `i` (the plan was made for
+            //   this bundle and table); distinct components have distinct columns, so the slots
+            //   do not overlap, and the archetype has no other table component, so every
+            //   column's slot in `row` is written. Typed writes do not unwind.
+            unsafe {
+                bundle.write_components(&mut |i| {
+                    let (base, size) = bases[columns[i] as usize];
+                    base.add(row * size)
+                });
+                entity_base.add(row).write(entity);
+            }
+            rows.written += 1;
+            archetype.push(entity, row as u32);
+            spawned.push(entity);
+            if rows.written == room {
+                break;
+            }
+            match iter.next() {
+                Some(b) => bundle = b,
+                None => return Ok(()),
+            }
+        }
+        drop(rows);
+        next = iter.next();
+    }
+    Ok(())
 }
 
 /// Two distinct elements of a slice, mutably.

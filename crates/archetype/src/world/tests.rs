@@ -725,3 +725,50 @@ fn increment_change_tick_mut_hands_out_the_same_ticks_as_the_atomic_one() {
     assert_eq!(world.increment_change_tick_mut(), u32::MAX);
     assert_eq!(world.change_tick(), 0);
 }
+
+#[test]
+fn spawn_batch_past_an_exhausted_reservation_keeps_every_row_that_fits() {
+    /// 64 bytes: 1,024 fit in a 64 KiB reservation.
+    #[derive(Debug, PartialEq)]
+    struct Wide(u32, [u8; 60]);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(64 << 10));
+    let before = world.spawn((Tracked::new(&drops), Wide(u32::MAX, [0; 60])));
+    let made = AtomicUsize::new(0);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn_batch((0..1500u32).map(|i| {
+            made.fetch_add(1, Ordering::SeqCst);
+            (Tracked::new(&drops), Wide(i, [i as u8; 60]))
+        }))
+    }));
+    let message = result.unwrap_err();
+    let message = message.downcast_ref::<String>().expect("a formatted panic message");
+    assert!(message.contains("World::spawn"), "{message}");
+    // Every row that fits was spawned, complete; the bundle that did not fit was dropped and
+    // the iterator was not run further.
+    assert_eq!(world.len(), 1024);
+    assert_eq!(made.load(Ordering::SeqCst), 1024);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    world.check_invariants();
+    let mut seen: Vec<u32> = Vec::new();
+    for archetype in world.archetypes() {
+        for ae in archetype.entities() {
+            let wide = world.get::<Wide>(ae.entity).unwrap();
+            if wide.0 != u32::MAX {
+                assert_eq!(wide.1, [wide.0 as u8; 60]);
+            }
+            seen.push(wide.0);
+        }
+    }
+    seen.sort_unstable();
+    let expected: Vec<u32> = (0..1023).chain([u32::MAX]).collect();
+    assert_eq!(seen, expected);
+    assert_eq!(world.get::<Wide>(before).unwrap().0, u32::MAX);
+    // Rows come back after despawns.
+    world.despawn(before).unwrap();
+    let more = world.spawn_batch((0..1).map(|_| (Tracked::new(&drops), Wide(7, [7; 60]))));
+    assert_eq!(world.get::<Wide>(more[0]), Some(&Wide(7, [7; 60])));
+    world.check_invariants();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 1 + 1024 + 1);
+}
