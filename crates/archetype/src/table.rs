@@ -16,7 +16,7 @@ use std::ptr::NonNull;
 
 use smallvec::SmallVec;
 
-use folio_storage::{Column, Entity, StorageConfig, StorageError};
+use folio_storage::{Column, Entity, StorageConfig, StorageError, copy_item};
 
 use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
@@ -642,18 +642,14 @@ impl Table {
                 //   the same registry is the same type, so the sizes agree.
                 // - `new_row < dst.cap` for the tick columns too.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src,
-                        target.data.get_unchecked(new_row).as_ptr(),
-                        size,
-                    );
+                    copy_item(src, target.data.get_unchecked(new_row).as_ptr(), size);
                     target.write_ticks(new_row, added, changed);
                 }
             }
             if row < last {
                 // SAFETY: `row < last < len`: two distinct live slots; the value at `row` was
                 // moved out above, the one at `last` moves (not copies) over it.
-                unsafe { std::ptr::copy_nonoverlapping(tail, src, size) };
+                unsafe { copy_item(tail, src, size) };
             }
             // SAFETY:
             // - `last < len`: the data column now holds `[0, last)` live values (the slot at

@@ -445,7 +445,15 @@ impl World {
     }
 
     /// Places every reserved entity into the empty archetype.
+    #[inline]
     pub fn flush(&mut self) {
+        if self.entities.has_reserved() {
+            self.flush_reserved();
+        }
+    }
+
+    #[inline(never)]
+    fn flush_reserved(&mut self) {
         if self.entities.reserved_len() == 0 {
             return;
         }
@@ -1443,6 +1451,7 @@ fn spawn_rows<B: Bundle>(
 }
 
 /// Two distinct elements of a slice, mutably.
+#[inline]
 fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     assert_ne!(a, b);
     if a < b {

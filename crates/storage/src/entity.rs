@@ -434,6 +434,13 @@ impl Entities {
         Ok(Entity { index: index as u32, generation: NonZeroU32::MIN })
     }
 
+    /// Whether any id may be waiting for [`Self::flush`]: the one-load check a structural
+    /// change makes before each operation ([`Self::reserved_len`] is exact).
+    #[inline]
+    pub fn has_reserved(&self) -> bool {
+        self.reserved.load(Ordering::Relaxed) != 0
+    }
+
     /// The number of reserved ids waiting for [`Self::flush`].
     pub fn reserved_len(&self) -> usize {
         // A failing `try_reserve` may have raised the counter for an instant past what can exist.

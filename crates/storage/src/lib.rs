@@ -35,7 +35,7 @@ pub mod vm;
 #[cfg(test)]
 mod test_util;
 
-pub use column::{Column, DropFn, drop_fn_of, prefetch};
+pub use column::{Column, DropFn, copy_item, drop_fn_of, prefetch};
 pub use config::StorageConfig;
 pub use entity::{Entities, Entity, EntityLocation};
 pub use error::StorageError;

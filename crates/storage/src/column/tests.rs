@@ -279,3 +279,16 @@ fn coloured_columns_keep_alignment_and_values() {
     assert!(p.iter().enumerate().all(|(i, v)| v.0 == i as u64));
     assert!(l.iter().enumerate().all(|(i, v)| v.0 == i as u64));
 }
+
+#[test]
+fn copy_item_copies_exactly_size_bytes_for_every_size() {
+    for size in 0..=80 {
+        let src: Vec<u8> = (0..size as u8).map(|b| b.wrapping_mul(7).wrapping_add(1)).collect();
+        // One guard byte on each side of the destination.
+        let mut dst = vec![0xAAu8; size + 2];
+        // SAFETY: `src` has `size` bytes, `dst[1..]` has `size + 1`; distinct allocations.
+        unsafe { copy_item(src.as_ptr(), dst.as_mut_ptr().add(1), size) };
+        assert_eq!(&dst[1..=size], &src[..], "size {size}");
+        assert_eq!((dst[0], dst[size + 1]), (0xAA, 0xAA), "size {size}: a guard byte changed");
+    }
+}
