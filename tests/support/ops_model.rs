@@ -173,6 +173,9 @@ impl Driver {
         }
         world.insert_resource(CommandPlan::default());
         let mut schedule = Schedule::new();
+        // Always on the pool: these systems are tiny, and the adaptive default would run them
+        // on one thread after the first run, leaving the parallel executor untested here.
+        schedule.set_min_parallel_work(std::time::Duration::ZERO);
         schedule.add_systems((sys_a, sys_s, sys_al, sys_a2, sys_big, sys_sbig, apply_plan));
         Self {
             q_a: world.query(),

@@ -401,7 +401,7 @@ type Row = (u64, Option<u64>, Option<u64>, Option<u64>, bool);
 
 /// A seeded world and a schedule of 24 systems with mixed conflicts; the world afterwards,
 /// in a canonical form.
-fn simulate(threads: usize) -> Vec<Row> {
+fn simulate(threads: usize, min_parallel_work: Duration) -> Vec<Row> {
     #[derive(Clone, Copy)]
     struct Rng(u64);
     impl Rng {
@@ -432,6 +432,7 @@ fn simulate(threads: usize) -> Vec<Row> {
     }
     world.insert_resource(0u64);
     let mut schedule = Schedule::new();
+    schedule.set_min_parallel_work(min_parallel_work);
     for k in 0..6u64 {
         schedule.add_systems((
             move |mut q: Query<(&mut A, &B)>| {
@@ -483,12 +484,85 @@ fn simulate(threads: usize) -> Vec<Row> {
 
 #[test]
 fn the_world_is_bit_identical_on_1_2_and_8_threads() {
-    let one = simulate(1);
+    // Always on the pool, the adaptive default, and never on the pool.
+    let one = simulate(1, Duration::ZERO);
     assert!(one.len() > if cfg!(miri) { 20 } else { 1_000 });
-    assert_eq!(simulate(2), one);
-    if !cfg!(miri) {
-        assert_eq!(simulate(8), one);
+    for work in [Duration::ZERO, crate::MIN_PARALLEL_WORK, Duration::MAX] {
+        assert_eq!(simulate(2, work), one, "2 threads, min parallel work {work:?}");
+        if !cfg!(miri) {
+            assert_eq!(simulate(8, work), one, "8 threads, min parallel work {work:?}");
+        }
     }
+}
+
+/// Which threads a schedule's systems ran on, per run.
+fn threads_per_run(schedule: &mut Schedule, world: &mut World, runs: usize) -> Vec<usize> {
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    world.insert_resource(SeenThreads(seen.clone()));
+    (0..runs)
+        .map(|_| {
+            seen.lock().unwrap().clear();
+            pool(2).install(|| schedule.run(world)).unwrap();
+            seen.lock().unwrap().len()
+        })
+        .collect()
+}
+
+struct SeenThreads(Arc<std::sync::Mutex<std::collections::HashSet<std::thread::ThreadId>>>);
+
+fn note_thread(seen: Res<SeenThreads>) {
+    seen.0.lock().unwrap().insert(std::thread::current().id());
+    // Long enough that the other worker, once woken, claims some of the other systems.
+    let until = std::time::Instant::now() + Duration::from_micros(200);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+fn note_thread_quickly(seen: Res<SeenThreads>) {
+    seen.0.lock().unwrap().insert(std::thread::current().id());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "timing: decides by measured run times")]
+fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
+    let mut world = World::new();
+    // Eight quick readers: the first run uses the pool (unknown work), then, having taken far
+    // less than the threshold, the segment runs on one thread.
+    let mut quick = Schedule::new();
+    quick.set_min_parallel_work(Duration::from_millis(50));
+    for _ in 0..8 {
+        quick.add_systems(note_thread_quickly);
+    }
+    let runs = threads_per_run(&mut quick, &mut world, 4);
+    assert!(runs[1..].iter().all(|&n| n == 1), "after the first run, one thread: {runs:?}");
+    // Eight systems of 200 µs each: 1.6 ms of work, well over a 100 µs threshold, stay on the
+    // pool and use both threads.
+    let mut heavy = Schedule::new();
+    heavy.set_min_parallel_work(Duration::from_micros(100));
+    for _ in 0..8 {
+        heavy.add_systems(note_thread);
+    }
+    let runs = threads_per_run(&mut heavy, &mut world, 4);
+    assert!(runs.contains(&2), "some run used both threads: {runs:?}");
+    // `Duration::MAX`: never the pool, not even on the first run; `ZERO`: always.
+    heavy.set_min_parallel_work(Duration::MAX);
+    assert_eq!(threads_per_run(&mut heavy, &mut world, 2), [1, 1]);
+    let mut never = Schedule::new();
+    never.set_min_parallel_work(Duration::MAX);
+    for _ in 0..8 {
+        never.add_systems(note_thread);
+    }
+    assert_eq!(threads_per_run(&mut never, &mut world, 2), [1, 1]);
+    quick.set_min_parallel_work(Duration::ZERO);
+    assert_eq!(quick.min_parallel_work(), Duration::ZERO);
+    let mut both = Schedule::new();
+    both.set_min_parallel_work(Duration::ZERO);
+    for _ in 0..8 {
+        both.add_systems(note_thread);
+    }
+    let runs = threads_per_run(&mut both, &mut world, 3);
+    assert!(runs.contains(&2), "the pool on some run: {runs:?}");
 }
 
 #[test]
