@@ -16,12 +16,15 @@
 //! system runs alone between segments. Commands are applied in the topological order at sync
 //! points and at the end of the run; then every event type the systems use is aged.
 //!
-//! A segment whose whole run took less than [`Schedule::set_min_parallel_work`] (40 µs by
-//! default) the last time runs on the calling thread next time, in topological order: waking a
-//! second thread costs more than such a segment's work (on the 2-core test machine, 50 empty
-//! systems took 0.6 µs on one thread and 20 µs on two). Its next run is timed again, so a
-//! segment whose work grows goes back to the pool. The choice changes only where systems run,
-//! never what they compute: the result is the same either way.
+//! A segment whose work is less than [`Schedule::set_min_parallel_work`] (40 µs by default)
+//! runs on the calling thread, in topological order: waking a second thread costs more than
+//! such a segment's work (on the 2-core test machine, 50 empty systems took 0.6 µs on one
+//! thread and 20 µs on two). The work is what the segment takes on the calling thread: its
+//! first run uses the pool, its second is timed on the calling thread; from then on a small
+//! segment stays there (timed every run, so one whose work grows goes to the pool), and a
+//! large one runs on the pool and is timed on the calling thread again every 64th run. The
+//! choice changes only where systems run, never what they compute: the result is the same
+//! either way.
 //!
 //! # Panics
 //! A system that panics stops the launch of further systems; the ones already running finish,
@@ -85,17 +88,24 @@ enum Segment {
         nodes: Vec<usize>,
         predecessors: Vec<usize>,
         successors: Vec<Vec<usize>>,
-        last: Option<SegmentRun>,
+        runs: SegmentRuns,
     },
     /// An exclusive system or a sync point.
     Exclusive(usize),
 }
 
-/// How a parallel segment last ran: how long the whole segment took (on the pool or not).
-#[derive(Clone, Copy, Debug)]
-struct SegmentRun {
-    took: Duration,
+/// What the executor knows of a parallel segment's cost.
+#[derive(Clone, Copy, Debug, Default)]
+struct SegmentRuns {
+    /// How long the segment took the last time it ran on the calling thread: its work.
+    serial_work: Option<Duration>,
+    /// Runs since then.
+    since_serial: u32,
 }
+
+/// A segment on the pool is run once on the calling thread every this many runs, to see
+/// whether its work has become too small for threads.
+const PROBE_EVERY: u32 = 64;
 
 /// The default of [`Schedule::set_min_parallel_work`].
 pub const MIN_PARALLEL_WORK: Duration = Duration::from_micros(40);
@@ -140,10 +150,10 @@ impl Schedule {
         Self::default()
     }
 
-    /// Segments whose last run took less than `work` run on the calling thread (see the
-    /// module docs); [`MIN_PARALLEL_WORK`] by default. `Duration::ZERO` always uses the pool,
+    /// Segments whose work (their time on the calling thread) is under `work` run on the
+    /// calling thread (see the module docs); [`MIN_PARALLEL_WORK`] by default. `Duration::ZERO` always uses the pool,
     /// `Duration::MAX` never does (not even on the first run, whose work is unknown and which
-    /// otherwise uses the pool). Either way the results are the same.
+    /// otherwise uses the pool; see the module docs). Either way the results are the same.
     pub fn set_min_parallel_work(&mut self, work: Duration) -> &mut Self {
         self.min_parallel_work = work;
         self
@@ -360,7 +370,12 @@ impl Schedule {
                     }
                 }
             }
-            segments.push(Segment::Parallel { nodes, predecessors, successors, last: None });
+            segments.push(Segment::Parallel {
+                nodes,
+                predecessors,
+                successors,
+                runs: SegmentRuns::default(),
+            });
         };
         for &i in &order {
             if self.node(i).access.exclusive {
@@ -415,7 +430,7 @@ impl Schedule {
         let (order, position) = (&plan.order, &plan.position);
         for segment in &mut plan.segments {
             match segment {
-                Segment::Parallel { nodes, predecessors, successors, last } => {
+                Segment::Parallel { nodes, predecessors, successors, runs } => {
                     // The segment is a contiguous slice of the order: its systems take the
                     // next `len` ticks, in that order, whatever the world's tick is now (an
                     // exclusive system before may have taken ticks of its own).
@@ -425,12 +440,7 @@ impl Schedule {
                         world.increment_change_tick();
                     }
                     let ticks = |i: usize| seg_base.wrapping_add((position[i] - first) as u32);
-                    let on_pool = match *last {
-                        // Unknown work: the pool, which is what a heavy segment needs (unless
-                        // the pool is never wanted).
-                        None => self.min_parallel_work != Duration::MAX,
-                        Some(run) => run.took >= self.min_parallel_work,
-                    };
+                    let on_pool = self.segment_on_pool(runs);
                     let started = Instant::now();
                     failure = self.run_parallel(
                         world,
@@ -441,7 +451,12 @@ impl Schedule {
                         ticks,
                         on_pool,
                     );
-                    *last = Some(SegmentRun { took: started.elapsed() });
+                    if on_pool {
+                        runs.since_serial = runs.since_serial.saturating_add(1);
+                    } else {
+                        *runs =
+                            SegmentRuns { serial_work: Some(started.elapsed()), since_serial: 0 };
+                    }
                 }
                 Segment::Exclusive(i) => {
                     let i = *i;
@@ -503,6 +518,21 @@ impl Schedule {
         }
         self.stats = stats;
         first_panic.map_or(Ok(()), Err)
+    }
+
+    /// Whether a parallel segment runs on the pool this time (see the module docs): its first
+    /// run does (its work is unknown), its second runs on this thread to measure the work,
+    /// then work under `min_parallel_work` stays on this thread (timed each run) and work over
+    /// it goes to the pool, measured again on this thread every [`PROBE_EVERY`] runs.
+    fn segment_on_pool(&self, runs: &SegmentRuns) -> bool {
+        let min = self.min_parallel_work;
+        if min == Duration::ZERO || min == Duration::MAX {
+            return min == Duration::ZERO;
+        }
+        match runs.serial_work {
+            None => runs.since_serial == 0,
+            Some(work) => work >= min && runs.since_serial < PROBE_EVERY,
+        }
     }
 
     /// Runs one parallel segment, on the pool or (`on_pool` false) on this thread in

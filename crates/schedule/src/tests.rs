@@ -497,12 +497,14 @@ fn the_world_is_bit_identical_on_1_2_and_8_threads() {
 
 /// Which threads a schedule's systems ran on, per run.
 fn threads_per_run(schedule: &mut Schedule, world: &mut World, runs: usize) -> Vec<usize> {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| pool(2));
     let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
     world.insert_resource(SeenThreads(seen.clone()));
     (0..runs)
         .map(|_| {
             seen.lock().unwrap().clear();
-            pool(2).install(|| schedule.run(world)).unwrap();
+            pool.install(|| schedule.run(world)).unwrap();
             seen.lock().unwrap().len()
         })
         .collect()
@@ -513,7 +515,7 @@ struct SeenThreads(Arc<std::sync::Mutex<std::collections::HashSet<std::thread::T
 fn note_thread(seen: Res<SeenThreads>) {
     seen.0.lock().unwrap().insert(std::thread::current().id());
     // Long enough that the other worker, once woken, claims some of the other systems.
-    let until = std::time::Instant::now() + Duration::from_micros(200);
+    let until = std::time::Instant::now() + Duration::from_millis(1);
     while std::time::Instant::now() < until {
         std::hint::spin_loop();
     }
@@ -527,8 +529,8 @@ fn note_thread_quickly(seen: Res<SeenThreads>) {
 #[cfg_attr(miri, ignore = "timing: decides by measured run times")]
 fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     let mut world = World::new();
-    // Eight quick readers: the first run uses the pool (unknown work), then, having taken far
-    // less than the threshold, the segment runs on one thread.
+    // Eight quick readers: the first run uses the pool (unknown work), the second measures
+    // the work on one thread, far under the threshold, so the segment stays there.
     let mut quick = Schedule::new();
     quick.set_min_parallel_work(Duration::from_millis(50));
     for _ in 0..8 {
@@ -536,15 +538,16 @@ fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     }
     let runs = threads_per_run(&mut quick, &mut world, 4);
     assert!(runs[1..].iter().all(|&n| n == 1), "after the first run, one thread: {runs:?}");
-    // Eight systems of 200 µs each: 1.6 ms of work, well over a 100 µs threshold, stay on the
+    // Eight systems of 1 ms each: 8 ms of work, well over a 100 µs threshold, stay on the
     // pool and use both threads.
     let mut heavy = Schedule::new();
     heavy.set_min_parallel_work(Duration::from_micros(100));
     for _ in 0..8 {
         heavy.add_systems(note_thread);
     }
-    let runs = threads_per_run(&mut heavy, &mut world, 4);
+    let runs = threads_per_run(&mut heavy, &mut world, 6);
     assert!(runs.contains(&2), "some run used both threads: {runs:?}");
+    assert_eq!(runs[1], 1, "the second run measures the work on one thread: {runs:?}");
     // `Duration::MAX`: never the pool, not even on the first run; `ZERO`: always.
     heavy.set_min_parallel_work(Duration::MAX);
     assert_eq!(threads_per_run(&mut heavy, &mut world, 2), [1, 1]);
