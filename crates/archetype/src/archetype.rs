@@ -159,6 +159,7 @@ impl Archetype {
     }
 
     /// Makes room for `additional` more entities.
+    #[inline]
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.entities.reserve(additional);
     }

@@ -1281,24 +1281,24 @@ impl World {
 }
 
 /// Removes `loc`'s archetype row, fixing the location of the entity moved into it.
+#[inline]
 fn unlink_archetype_row(
     entities: &mut Entities,
     archetypes: &mut [Archetype],
     loc: EntityLocation,
 ) {
     if let Some(moved) = archetypes[loc.archetype_id as usize].swap_remove(loc.archetype_row) {
-        let mut moved_loc = entities.location(moved).expect("archetype entities are alive");
-        moved_loc.archetype_row = loc.archetype_row;
-        entities.set_location(moved, moved_loc);
+        entities.location_mut(moved).expect("archetype entities are alive").archetype_row =
+            loc.archetype_row;
     }
 }
 
 /// Records that `entity`'s table row is now `row` (after a swap-remove moved it).
+#[inline]
 fn fix_table_row(entities: &mut Entities, archetypes: &mut [Archetype], entity: Entity, row: u32) {
-    let mut loc = entities.location(entity).expect("table entities are alive");
+    let loc = entities.location_mut(entity).expect("table entities are alive");
     loc.table_row = row;
     archetypes[loc.archetype_id as usize].set_table_row(loc.archetype_row, row);
-    entities.set_location(entity, loc);
 }
 
 /// How a bundle spawns.
@@ -1451,7 +1451,7 @@ fn spawn_rows<B: Bundle>(
 }
 
 /// Two distinct elements of a slice, mutably.
-#[inline]
+#[inline(always)]
 fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     assert_ne!(a, b);
     if a < b {

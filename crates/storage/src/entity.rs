@@ -358,6 +358,19 @@ impl Entities {
         self.meta(entity).map(|meta| meta.location)
     }
 
+    /// Where `entity` lives, mutably, or `None` when it is not alive: for a caller that
+    /// changes one field (a row after a swap-remove) with one lookup instead of a read and a
+    /// [`Self::set_location`].
+    #[inline]
+    pub fn location_mut(&mut self, entity: Entity) -> Option<&mut EntityLocation> {
+        match self.metas.get_mut(entity.index as usize) {
+            Some(meta) if meta.alive && meta.generation == entity.generation => {
+                Some(&mut meta.location)
+            }
+            _ => None,
+        }
+    }
+
     /// Starts loading `entity`'s meta into the cache (a hint; nothing is checked).
     #[inline]
     pub fn prefetch(&self, entity: Entity) {
@@ -854,6 +867,26 @@ mod tests {
         let c = entities.alloc();
         assert_eq!(c.index(), a.index());
         assert_eq!(entities.location(c), Some(EntityLocation::INVALID));
+    }
+
+    #[test]
+    fn location_mut_changes_one_field_of_a_live_entity_only() {
+        let mut entities = small();
+        let a = entities.alloc();
+        let b = entities.alloc();
+        entities.set_location(a, loc(10));
+        entities.set_location(b, loc(20));
+        entities.location_mut(a).unwrap().table_row = 99;
+        assert_eq!(entities.location(a), Some(EntityLocation { table_row: 99, ..loc(10) }));
+        assert_eq!(entities.location(b), Some(loc(20)));
+        entities.free(a);
+        assert!(entities.location_mut(a).is_none(), "freed");
+        let c = entities.alloc();
+        assert_eq!(c.index(), a.index());
+        assert!(entities.location_mut(a).is_none(), "stale: the slot holds another generation");
+        assert_eq!(entities.location_mut(c).copied(), Some(EntityLocation::INVALID));
+        let never = Entity::from_bits((7u64 << 32) | 1_000).unwrap();
+        assert!(entities.location_mut(never).is_none(), "never made");
     }
 
     #[test]
