@@ -798,7 +798,7 @@ macro_rules! tuple_query {
                 fetch: &Self::Fetch<'w>,
                 start: usize,
                 end: usize,
-                mut acc: BB,
+                acc: BB,
                 g: &mut GG,
             ) -> BB
             where
@@ -842,12 +842,8 @@ macro_rules! tuple_query {
                         noalias::<$($name,)* BB, GG>($($a, $b,)* fetch, end - start, acc, g)
                     };
                 }
-                let mut fetch = fetch.clone();
-                for r in start..end {
-                    // SAFETY: forwarded from the caller.
-                    acc = g(acc, unsafe { Self::fetch_table(&mut fetch, r) });
-                }
-                acc
+                // SAFETY: forwarded from the caller.
+                unsafe { crate::fetch::fold_rows_plain::<Self, BB, GG>(fetch, start, end, acc, g) }
             }
         }
 

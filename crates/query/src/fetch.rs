@@ -304,7 +304,7 @@ pub unsafe trait QueryData: WorldQuery {
         fetch: &Self::Fetch<'w>,
         start: usize,
         end: usize,
-        mut acc: B,
+        acc: B,
         g: &mut G,
     ) -> B
     where
@@ -317,13 +317,32 @@ pub unsafe trait QueryData: WorldQuery {
                 fold_rows_noalias::<Self, B, G>(a, b, fetch, end - start, acc, g)
             };
         }
-        let mut fetch = fetch.clone();
-        for r in start..end {
-            // SAFETY: forwarded from the caller.
-            acc = g(acc, unsafe { Self::fetch_table(&mut fetch, r) });
-        }
-        acc
+        // SAFETY: forwarded from the caller.
+        unsafe { fold_rows_plain::<Self, B, G>(fetch, start, end, acc, g) }
     }
+}
+
+/// The dense loop without the no-alias arguments: `fetch_table` for each row of `start..end`.
+///
+/// # Safety
+/// - As for [`QueryData::fold_rows`].
+#[inline(always)]
+pub(crate) unsafe fn fold_rows_plain<'w, D: QueryData + ?Sized, B, G>(
+    fetch: &D::Fetch<'w>,
+    start: usize,
+    end: usize,
+    mut acc: B,
+    g: &mut G,
+) -> B
+where
+    G: FnMut(B, D::Item<'w>) -> B,
+{
+    let mut fetch = fetch.clone();
+    for r in start..end {
+        // SAFETY: forwarded from the caller.
+        acc = g(acc, unsafe { D::fetch_table(&mut fetch, r) });
+    }
+    acc
 }
 
 /// The dense loop with one term's columns as reference arguments (see
