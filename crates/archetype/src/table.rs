@@ -139,20 +139,17 @@ impl TableColumn {
     /// - `start + n <= capacity` of both tick columns.
     #[inline]
     unsafe fn fill_ticks(&mut self, start: usize, n: usize, tick: u32) {
-        // SAFETY: `start + n <= capacity` (caller): both ranges are inside their buffers, whose
-        // items are `u32`s (built with `Column::of::<u32>()`), so the slots are aligned; the
-        // slices live only for the fill and nothing else points into those rows meanwhile.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.added.get_unchecked(start).cast::<u32>().as_ptr(),
-                n,
-            )
-            .fill(tick);
-            std::slice::from_raw_parts_mut(
-                self.changed.get_unchecked(start).cast::<u32>().as_ptr(),
-                n,
-            )
-            .fill(tick);
+        for column in [&mut self.added, &mut self.changed] {
+            // SAFETY: `start <= capacity` (caller): the pointer is inside the buffer, or one
+            // past its end when `n == 0`; the items are `u32`s (built with
+            // `Column::of::<u32>()`), so it is aligned for them.
+            let first = unsafe { column.get_unchecked(start) }.cast::<u32>().as_ptr();
+            for i in 0..n {
+                // SAFETY: `start + i < start + n <= capacity` (caller). The slots are past the
+                // column's length, possibly uninitialised, so they are written through the raw
+                // pointer (no reference to them is made).
+                unsafe { first.add(i).write(tick) };
+            }
         }
     }
 

@@ -421,8 +421,12 @@ pub unsafe fn copy_item(src: *const u8, dst: *mut u8, size: usize) {
     /// - `src` and `dst` are valid for `N` bytes and do not overlap.
     #[inline(always)]
     unsafe fn fixed<const N: usize>(src: *const u8, dst: *mut u8) {
-        // SAFETY: forwarded; `[u8; N]` has alignment 1.
-        unsafe { dst.cast::<[u8; N]>().write(src.cast::<[u8; N]>().read()) }
+        // SAFETY: forwarded; `MaybeUninit<[u8; N]>` has alignment 1 and may hold any bytes,
+        // uninitialised ones too (a component's padding), which a copy as `[u8; N]` may not.
+        unsafe {
+            let bytes = src.cast::<std::mem::MaybeUninit<[u8; N]>>().read();
+            dst.cast::<std::mem::MaybeUninit<[u8; N]>>().write(bytes);
+        }
     }
     // SAFETY: forwarded from the caller, with `size` bytes in every arm.
     unsafe {

@@ -281,6 +281,22 @@ fn coloured_columns_keep_alignment_and_values() {
 }
 
 #[test]
+fn copy_item_copies_padding_bytes_without_reading_them_as_integers() {
+    // 16 bytes, 7 of them padding (uninitialised): the copy must not treat them as `u8`s.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    #[repr(C)]
+    struct Padded(u8, u64);
+    let src = Padded(3, 9);
+    let mut dst = MaybeUninit::<Padded>::uninit();
+    // SAFETY: one `Padded` each side; distinct locals.
+    let copied = unsafe {
+        copy_item((&src as *const Padded).cast(), dst.as_mut_ptr().cast(), size_of::<Padded>());
+        dst.assume_init()
+    };
+    assert_eq!(copied, src);
+}
+
+#[test]
 fn copy_item_copies_exactly_size_bytes_for_every_size() {
     for size in 0..=80 {
         let src: Vec<u8> = (0..size as u8).map(|b| b.wrapping_mul(7).wrapping_add(1)).collect();
