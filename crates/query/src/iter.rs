@@ -248,27 +248,11 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
         let mut acc = init;
         let (mut start, mut end) = (*row, *len);
         loop {
-            // Copies that never have their address taken, so the optimiser keeps the column
-            // pointers in registers: `self.data` escapes into the out-of-line `set_table`, and
-            // reading it per row would reload it after every write made through an item (and
-            // keep the loop from being vectorised).
-            let (mut data, mut filter) = (self.data.clone(), self.filter.clone());
-            if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
-                // SAFETY: as below; no item of rows `start..end` was handed out yet, and these
-                // rows are visited once, through the columns `fold_rows` makes. (`self.data`,
-                // not the copy: the copy's address must not escape, see above.)
-                acc = unsafe { D::fold_rows(&self.data, start, end, acc, &mut g) };
-            } else {
-                for r in start..end {
-                    // SAFETY: as in `next`: the fetches (copies of the ones set to this table)
-                    // point at this table, `r < len`, and each row is visited once.
-                    unsafe {
-                        if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
-                            acc = g(acc, D::fetch_table(&mut data, r));
-                        }
-                    }
-                }
-            }
+            // SAFETY: the fetches are set to this table (or dense set), `end <= len`, and no
+            // item of rows `start..end` was handed out yet (`next` stopped at `start`).
+            acc = unsafe {
+                fold_dense::<D, F, B, G>(&self.data, &self.filter, start, end, acc, &mut g)
+            };
             let Some(id) = ids.next() else { return acc };
             let table = &self.world.tables()[id.index()];
             // SAFETY: a matched table of this world; every term is table-stored (mode).
@@ -279,6 +263,45 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
             (start, end) = (0, table.len());
         }
     }
+}
+
+/// Rows `start..end` of the table (or dense sparse set) both fetches are set to, in order: the
+/// dense loop of `fold`, `for_each` and `par_iter`'s batches. Long runs with an archetypal
+/// filter go to [`QueryData::fold_rows`] (the columns as reference arguments); the others run
+/// here, on copies of the fetches whose address is never taken, so the optimiser keeps the
+/// column pointers in registers across the writes made through items (the originals escape
+/// into `set_table`, and reading them per row would reload them after every write, and keep
+/// the loop from being vectorised).
+///
+/// # Safety
+/// - The fetches are set (`set_table` or `set_sparse_set`), `end <= len`, the rows are the
+///   caller's alone and none of them has an item yet.
+#[inline(always)]
+pub(crate) unsafe fn fold_dense<'w, D: QueryData, F: QueryFilter, B, G>(
+    data: &D::Fetch<'w>,
+    filter: &F::Fetch<'w>,
+    start: usize,
+    end: usize,
+    mut acc: B,
+    g: &mut G,
+) -> B
+where
+    G: FnMut(B, D::Item<'w>) -> B,
+{
+    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
+        // SAFETY: forwarded from the caller.
+        return unsafe { D::fold_rows(data, start, end, acc, g) };
+    }
+    let (mut data, mut filter) = (data.clone(), filter.clone());
+    for r in start..end {
+        // SAFETY: forwarded from the caller; each row is visited once.
+        unsafe {
+            if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
+                acc = g(acc, D::fetch_table(&mut data, r));
+            }
+        }
+    }
+    acc
 }
 
 impl<D: QueryData, F: ArchetypeFilter> ExactSizeIterator for QueryIter<'_, '_, D, F> {}

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use folio_archetype::{ArchetypeId, World};
 
 use crate::fetch::{QueryData, QueryFilter};
-use crate::iter::{NOALIAS_MIN_ROWS, QueryIter, smallest_set};
+use crate::iter::{QueryIter, fold_dense, smallest_set};
 use crate::state::{IterMode, Matches};
 
 /// The fewest rows a batch gets by default.
@@ -164,7 +164,9 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_table(&mut data, self.data_state, table);
                     F::set_table(&mut filter, self.filter_state, table);
-                    dense_rows::<D, F, G>(&data, &filter, start, end, f);
+                    fold_dense::<D, F, (), _>(&data, &filter, start, end, (), &mut |(), item| {
+                        f(item)
+                    });
                 }
             }
             Batch::DenseSparse { start, end } => {
@@ -174,7 +176,9 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_sparse_set(&mut data, self.data_state, id, set);
                     F::set_sparse_set(&mut filter, self.filter_state, id, set);
-                    dense_rows::<D, F, G>(&data, &filter, start, end, f);
+                    fold_dense::<D, F, (), _>(&data, &filter, start, end, (), &mut |(), item| {
+                        f(item)
+                    });
                 }
             }
             Batch::Archetype { id, start, end } => {
@@ -215,38 +219,6 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                         }
                     }
                 }
-            }
-        }
-    }
-}
-
-/// Rows `start..end` of the table (or sparse set) both fetches are set to, densely.
-///
-/// # Safety
-/// - The fetches are set (`set_table` or `set_sparse_set`), `end <= len`, the rows are this
-///   task's alone and none of them has an item yet.
-#[inline(always)]
-unsafe fn dense_rows<'w, D: QueryData, F: QueryFilter, G: Fn(D::Item<'w>)>(
-    data: &D::Fetch<'w>,
-    filter: &F::Fetch<'w>,
-    start: usize,
-    end: usize,
-    f: &G,
-) {
-    // Long runs: the columns as reference arguments (see `QueryData::fold_rows`).
-    if F::IS_ARCHETYPAL && end - start >= NOALIAS_MIN_ROWS {
-        // SAFETY: forwarded from the caller.
-        unsafe { D::fold_rows(data, start, end, (), &mut |(), item| f(item)) };
-        return;
-    }
-    // Fresh copies whose address is never taken, so the column pointers stay in registers
-    // across the writes made through items (see `QueryIter::fold`).
-    let (mut data, mut filter) = (data.clone(), filter.clone());
-    for r in start..end {
-        // SAFETY: forwarded from the caller; each row is visited once.
-        unsafe {
-            if F::IS_ARCHETYPAL || F::filter_fetch_table(&mut filter, r) {
-                f(D::fetch_table(&mut data, r));
             }
         }
     }
