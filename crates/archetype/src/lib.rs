@@ -33,7 +33,7 @@ mod table;
 mod unwind;
 mod world;
 
-pub use archetype::{Archetype, ArchetypeEntity, ArchetypeId};
+pub use archetype::{Archetype, ArchetypeEntities, ArchetypeEntity, ArchetypeId};
 pub use bundle::{Bundle, BundleInfo, ComponentIds};
 pub use component::{Component, ComponentId, ComponentInfo, Components, StorageType};
 pub use entity_ref::{EntityRef, EntityWorldMut};

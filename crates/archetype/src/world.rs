@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation, StorageConfig};
 
-use crate::archetype::{Archetype, ArchetypeId, Edge, find_edge};
+use crate::archetype::{Archetype, ArchetypeEntities, ArchetypeId, Edge, find_edge};
 use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
@@ -99,6 +99,9 @@ pub struct World {
     /// Sorted table-component set → table.
     table_index: AHashMap<ComponentIds, TableId>,
     archetypes: Vec<Archetype>,
+    /// By table index, for every table that has an archetype: the archetype while it is the
+    /// table's only one (and so keeps no entity list), `None` once the table is shared.
+    table_owner: Vec<Option<ArchetypeId>>,
     /// Sorted full component set → archetype.
     archetype_index: AHashMap<ComponentIds, ArchetypeId>,
     /// By component index; `Some` for sparse-set components once used.
@@ -146,6 +149,7 @@ impl World {
             components,
             table_index: AHashMap::default(),
             archetypes: Vec::new(),
+            table_owner: Vec::new(),
             archetype_index: AHashMap::default(),
             sparse_sets: Vec::new(),
             bundles: Vec::new(),
@@ -244,6 +248,15 @@ impl World {
         &self.archetypes
     }
 
+    /// The entities of archetype `id` with their table rows.
+    ///
+    /// # Panics
+    /// When `id` is not an archetype of this world.
+    pub fn archetype_entities(&self, id: ArchetypeId) -> ArchetypeEntities<'_> {
+        let archetype = &self.archetypes[id.index()];
+        archetype.entities(&self.tables[archetype.table_id().index()])
+    }
+
     /// The tables, by id.
     #[inline]
     pub fn tables(&self) -> &[Table] {
@@ -297,7 +310,25 @@ impl World {
             }
         };
         let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
-        self.archetypes.push(Archetype::new(id, table_id, components.clone(), sparse));
+        let mut archetype = Archetype::new(id, table_id, components.clone(), sparse);
+        // Tables are made in order, each right before its first archetype (the empty table
+        // before the empty archetype), so a table without an owner entry has no archetype yet.
+        match self.table_owner.get_mut(table_id.index()) {
+            None => {
+                debug_assert_eq!(self.table_owner.len(), table_id.index());
+                self.table_owner.push(Some(id));
+            }
+            Some(owner) => {
+                // The table becomes shared: its first archetype starts a list, and so does
+                // every archetype that joins it.
+                if let Some(first) = owner.take() {
+                    let table = &self.tables[table_id.index()];
+                    self.archetypes[first.index()].list(table.entities());
+                }
+                archetype.set_listed();
+            }
+        }
+        self.archetypes.push(archetype);
         self.archetype_index.insert(components, id);
         id
     }
@@ -1228,7 +1259,12 @@ impl World {
         let mut total = 0;
         for archetype in &self.archetypes {
             let table = &self.tables[archetype.table_id().index()];
-            for (row, ae) in archetype.entities().iter().enumerate() {
+            if !archetype.is_listed() {
+                let owner = self.table_owner[archetype.table_id().index()];
+                assert_eq!(owner, Some(archetype.id()), "unlisted archetype shares its table");
+                assert_eq!(archetype.len(), table.len(), "unlisted archetype vs its table");
+            }
+            for (row, ae) in archetype.entities(table).iter().enumerate() {
                 let loc = self.entities.location(ae.entity).unwrap_or_else(|| {
                     panic!("{} in archetype {:?} is dead", ae.entity, archetype.id())
                 });
@@ -1280,7 +1316,8 @@ impl World {
     }
 }
 
-/// Removes `loc`'s archetype row, fixing the location of the entity moved into it.
+/// Removes `loc`'s archetype row, fixing the location of the entity moved into it (none in an
+/// unlisted archetype, whose rows move with the table's).
 #[inline]
 fn unlink_archetype_row(
     entities: &mut Entities,
@@ -1293,12 +1330,13 @@ fn unlink_archetype_row(
     }
 }
 
-/// Records that `entity`'s table row is now `row` (after a swap-remove moved it).
+/// Records that `entity`'s table row is now `row` (after a swap-remove moved it), and its
+/// archetype row too where the two are one (an unlisted archetype).
 #[inline]
 fn fix_table_row(entities: &mut Entities, archetypes: &mut [Archetype], entity: Entity, row: u32) {
     let loc = entities.location_mut(entity).expect("table entities are alive");
     loc.table_row = row;
-    archetypes[loc.archetype_id as usize].set_table_row(loc.archetype_row, row);
+    loc.archetype_row = archetypes[loc.archetype_id as usize].set_table_row(loc.archetype_row, row);
 }
 
 /// How a bundle spawns.
@@ -1343,7 +1381,7 @@ fn spawn_in<B: Bundle>(
     let table_row = table.len();
     let location = EntityLocation {
         archetype_id: plan.archetype.0,
-        archetype_row: archetype.len() as u32,
+        archetype_row: archetype.next_row(table_row as u32),
         table_id: plan.table.0,
         table_row: table_row as u32,
     };
@@ -1415,7 +1453,7 @@ fn spawn_rows<B: Bundle>(
             let row = start + rows.written;
             let entity = entities.try_alloc_at(EntityLocation {
                 archetype_id: plan.archetype.0,
-                archetype_row: archetype.len() as u32,
+                archetype_row: archetype.next_row(row as u32),
                 table_id: plan.table.0,
                 table_row: row as u32,
             })?;

@@ -315,9 +315,24 @@ macro_rules! markers {
 }
 markers!(M0, M1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11, M12, M13, M14, M15);
 
-/// Live OS mappings of this process.
-fn mappings() -> usize {
-    std::fs::read_to_string("/proc/self/maps").map_or(0, |s| s.lines().count())
+/// Live OS mappings of this process, read through `buf`. At the mapping limit no allocation
+/// that needs a mapping of its own succeeds, so `buf` must already hold room for the listing
+/// (reading into a growing buffer there fails, and would count nothing).
+fn mappings(buf: &mut Vec<u8>) -> usize {
+    use std::io::Read;
+    buf.clear();
+    let mut maps = std::fs::File::open("/proc/self/maps").expect("/proc/self/maps");
+    loop {
+        assert!(buf.len() < buf.capacity(), "the listing outgrew its buffer");
+        // Read into a stack chunk, then append within the capacity: no allocation.
+        let mut chunk = [0u8; 4096];
+        let want = chunk.len().min(buf.capacity() - buf.len());
+        match maps.read(&mut chunk[..want]).expect("reading /proc/self/maps") {
+            0 => break,
+            n => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    buf.iter().filter(|&&b| b == b'\n').count()
 }
 
 /// Set in the child process of [`the_mapping_count_limit_is_a_typed_error`].
@@ -344,6 +359,8 @@ fn map_count_child() {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(65_530);
+    // About 100 bytes a line in /proc/self/maps, allocated before the mappings run out.
+    let mut maps_buf: Vec<u8> = Vec::with_capacity(limit * 128 + (1 << 20));
     let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(1 << 20));
     let mut made: Vec<(Entity, u32)> = Vec::new();
     let mut error = None;
@@ -377,7 +394,7 @@ fn map_count_child() {
         ),
         "{err}"
     );
-    let at = mappings();
+    let at = mappings(&mut maps_buf);
     println!(
         "mapping limit: {err} with {at} mappings (vm.max_map_count {limit}), {} tables, {} entities",
         world.tables().len(),

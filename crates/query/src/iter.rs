@@ -10,7 +10,7 @@
 
 use std::slice;
 
-use folio_archetype::{ArchetypeEntity, ArchetypeId, Entity, TableId, World};
+use folio_archetype::{ArchetypeEntities, ArchetypeId, Entity, TableId, World};
 
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter};
 use crate::state::{IterMode, Matches};
@@ -22,7 +22,7 @@ pub(crate) const NOALIAS_MIN_ROWS: usize = 64;
 
 enum Cursor<'w, 's> {
     Tables { ids: slice::Iter<'s, TableId>, row: usize, len: usize },
-    Archetypes { ids: slice::Iter<'s, ArchetypeId>, entities: &'w [ArchetypeEntity], row: usize },
+    Archetypes { ids: slice::Iter<'s, ArchetypeId>, entities: ArchetypeEntities<'w>, row: usize },
     Sparse { entities: &'w [Entity], row: usize, current: Option<ArchetypeId> },
 }
 
@@ -78,9 +78,11 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
                 // A single "table" with no further ones: `next` and `fold` walk it densely.
                 Cursor::Tables { ids: [].iter(), row: 0, len: set.len() }
             }
-            IterMode::Archetypes => {
-                Cursor::Archetypes { ids: matches.archetypes.iter(), entities: &[], row: 0 }
-            }
+            IterMode::Archetypes => Cursor::Archetypes {
+                ids: matches.archetypes.iter(),
+                entities: ArchetypeEntities::EMPTY,
+                row: 0,
+            },
             IterMode::Sparse => {
                 let entities = smallest_set(world, matches);
                 Cursor::Sparse { entities, row: 0, current: None }
@@ -161,7 +163,7 @@ impl<'w, D: QueryData, F: QueryFilter> QueryIter<'w, '_, D, F> {
                     D::set_archetype(&mut self.data, self.data_state, archetype, table);
                     F::set_archetype(&mut self.filter, self.filter_state, archetype, table);
                 }
-                *entities = archetype.entities();
+                *entities = archetype.entities(table);
                 *row = 0;
             },
             Cursor::Sparse { entities, row, current } => loop {

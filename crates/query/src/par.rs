@@ -188,7 +188,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
                 unsafe {
                     D::set_archetype(&mut data, self.data_state, archetype, table);
                     F::set_archetype(&mut filter, self.filter_state, archetype, table);
-                    for ae in &archetype.entities()[start..end] {
+                    for ae in archetype.entities(table).range(start, end) {
                         let row = ae.table_row as usize;
                         if F::IS_ARCHETYPAL || F::filter_fetch(&mut filter, ae.entity, row) {
                             f(D::fetch(&mut data, ae.entity, row));

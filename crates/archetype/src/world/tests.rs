@@ -152,6 +152,61 @@ fn sparse_set_components_change_the_archetype_not_the_table() {
     assert_eq!(world.sparse_set(world.components().id::<Sparse>().unwrap()).unwrap().len(), 0);
 }
 
+/// An archetype alone on its table keeps no entity list (its entities are the table's, row for
+/// row); when an archetype with the same table components and a sparse-set one joins the
+/// table, the first starts a list, built from the table, and both keep lists from then on.
+#[test]
+fn archetypes_keep_entity_lists_only_while_they_share_a_table() {
+    let mut world = sparse_world();
+    let es: Vec<Entity> = (0..6).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let plain = ArchetypeId(world.entities().location(es[0]).unwrap().archetype_id);
+    assert!(!world.archetypes()[plain.index()].is_listed());
+    // Despawn a middle row and move one entity to another table: the last row takes each
+    // place, and its archetype row follows its table row.
+    world.despawn(es[1]).unwrap();
+    world.insert(es[2], (Vel(1.0, 1.0),)).unwrap();
+    world.check_invariants();
+    let rows = |w: &World, id: ArchetypeId| -> Vec<(Entity, u32)> {
+        w.archetype_entities(id).iter().map(|ae| (ae.entity, ae.table_row)).collect()
+    };
+    assert_eq!(rows(&world, plain), [(es[0], 0), (es[5], 1), (es[4], 2), (es[3], 3)]);
+    for (e, row) in rows(&world, plain) {
+        let loc = world.entities().location(e).unwrap();
+        assert_eq!((loc.archetype_row, loc.table_row), (row, row), "{e}");
+    }
+
+    // A sparse-set component puts `es[4]` in a second archetype on the same table.
+    world.insert(es[4], (Sparse(4),)).unwrap();
+    let shared = ArchetypeId(world.entities().location(es[4]).unwrap().archetype_id);
+    assert_ne!(shared, plain);
+    assert!(world.archetypes()[plain.index()].is_listed(), "listed once the table is shared");
+    assert!(world.archetypes()[shared.index()].is_listed());
+    world.check_invariants();
+    // `es[4]` left row 2 of `plain`'s list; the last entry, `es[3]`, took its place.
+    assert_eq!(rows(&world, plain), [(es[0], 0), (es[5], 1), (es[3], 3)]);
+    assert_eq!(rows(&world, shared), [(es[4], 2)]);
+    // Rows still move in both lists as the shared table swap-removes.
+    world.despawn(es[0]).unwrap();
+    world.check_invariants();
+    assert_eq!(rows(&world, plain), [(es[3], 0), (es[5], 1)]);
+    assert_eq!(rows(&world, shared), [(es[4], 2)]);
+    assert_eq!(world.remove::<(Sparse,)>(es[4]), Some((Sparse(4),)));
+    assert!(world.archetypes()[plain.index()].is_listed(), "lists are never dropped");
+    assert_eq!(rows(&world, plain), [(es[3], 0), (es[5], 1), (es[4], 2)]);
+    for (i, e) in [(3, es[3]), (5, es[5]), (4, es[4])] {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+    }
+
+    // An archetype with a sparse-set component whose table is new keeps no list either.
+    let lone = world.spawn((Name("lone".into()), Sparse(9)));
+    let lone_arch = ArchetypeId(world.entities().location(lone).unwrap().archetype_id);
+    assert!(!world.archetypes()[lone_arch.index()].is_listed());
+    assert_eq!(rows(&world, lone_arch), [(lone, 0)]);
+    world.clear();
+    world.check_invariants();
+    assert!(world.archetypes().iter().all(Archetype::is_empty));
+}
+
 #[test]
 fn every_value_is_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
@@ -342,8 +397,11 @@ fn a_panicking_iterator_mid_batch_leaves_the_world_consistent() {
     assert_eq!(world.get::<Pos>(before), Some(&Pos(0.5, 0.5)));
     let archetype =
         &world.archetypes()[world.entities().location(before).unwrap().archetype_id as usize];
-    let mut xs: Vec<f32> =
-        archetype.entities().iter().map(|ae| world.get::<Pos>(ae.entity).unwrap().0).collect();
+    let mut xs: Vec<f32> = world
+        .archetype_entities(archetype.id())
+        .iter()
+        .map(|ae| world.get::<Pos>(ae.entity).unwrap().0)
+        .collect();
     xs.sort_by(f32::total_cmp);
     let mut expected: Vec<f32> = (0..60).map(|i| i as f32).chain([0.5]).collect();
     expected.sort_by(f32::total_cmp);
@@ -665,6 +723,13 @@ fn check_invariants_notices_broken_worlds() {
         // - the pointer is a `Sparse`, the set's type, moved in once (`ManuallyDrop`).
         unsafe { set.insert(b, (&raw const value).cast_mut().cast(), 0) }.unwrap();
     }));
+    // An archetype row that is not the table row in an archetype without a list.
+    assert!(broken(|w, _, b| {
+        let mut loc = w.entities.location(b).unwrap();
+        assert!(!w.archetypes[loc.archetype_id as usize].is_listed());
+        loc.archetype_row += 1;
+        w.entities.set_location(b, loc);
+    }));
     // An entity freed behind the world's back.
     assert!(broken(|w, _, b| {
         w.entities.free(b);
@@ -752,7 +817,7 @@ fn spawn_batch_past_an_exhausted_reservation_keeps_every_row_that_fits() {
     world.check_invariants();
     let mut seen: Vec<u32> = Vec::new();
     for archetype in world.archetypes() {
-        for ae in archetype.entities() {
+        for ae in world.archetype_entities(archetype.id()).iter() {
             let wide = world.get::<Wide>(ae.entity).unwrap();
             if wide.0 != u32::MAX {
                 assert_eq!(wide.1, [wide.0 as u8; 60]);
