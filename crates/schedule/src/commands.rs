@@ -8,6 +8,7 @@
 //! spawn whose bundle is refused (it repeats a component type) is skipped and counted too, and
 //! its reserved entity does not stay behind.
 
+use std::mem::{self, MaybeUninit};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use folio_query::{Bundle, Entity, EntityError, World};
@@ -15,19 +16,63 @@ use folio_query::{Bundle, Entity, EntityError, World};
 use crate::error::ScheduleError;
 use crate::param::{SystemMeta, SystemParam};
 
-type Apply = Box<dyn FnOnce(&mut World) -> Result<(), EntityError> + Send + Sync>;
+/// One buffered command: the closure stored at `offset` in its queue's payload bytes, with the
+/// two ways to consume it.
+#[derive(Clone, Copy)]
+struct Command {
+    /// Moves the closure out of the payload and runs it.
+    run: unsafe fn(*mut MaybeUninit<u8>, &mut World) -> Result<(), EntityError>,
+    /// Moves the closure out of the payload and drops it, unrun.
+    drop: unsafe fn(*mut MaybeUninit<u8>),
+    /// Where the closure starts in [`CommandQueue::bytes`].
+    offset: usize,
+    /// What the command is, for [`CommandStats::recent_skips`].
+    what: &'static str,
+    /// The entity it is about, if any.
+    entity: Option<Entity>,
+    /// Whether it makes the reserved `entity`, which must not be left behind empty when the
+    /// command does not run or fails.
+    spawn: bool,
+}
 
-enum Command {
-    /// Make the reserved `entity` with the components `insert` adds.
-    Spawn { entity: Entity, insert: Apply },
-    /// Anything else: despawn, insert, remove, resources, custom closures.
-    Other { what: &'static str, entity: Option<Entity>, apply: Apply },
+/// Runs the `F` stored unaligned at `payload`, consuming it.
+///
+/// # Safety
+/// - `payload` holds an `F` written by [`CommandQueue::push`] that was neither run nor dropped;
+///   the caller treats it as moved out from now on.
+unsafe fn run_payload<F>(
+    payload: *mut MaybeUninit<u8>,
+    world: &mut World,
+) -> Result<(), EntityError>
+where
+    F: FnOnce(&mut World) -> Result<(), EntityError>,
+{
+    // SAFETY: a valid `F` is there (caller); the buffer has no alignment, hence unaligned.
+    let f = unsafe { payload.cast::<F>().read_unaligned() };
+    f(world)
+}
+
+/// Drops the `F` stored unaligned at `payload`.
+///
+/// # Safety
+/// As for [`run_payload`].
+unsafe fn drop_payload<F>(payload: *mut MaybeUninit<u8>) {
+    // SAFETY: a valid `F` is there (caller); the buffer has no alignment, hence unaligned.
+    drop(unsafe { payload.cast::<F>().read_unaligned() });
 }
 
 /// A system's buffer of commands.
+///
+/// Commands are closures stored one after another in one byte buffer (read and written
+/// unaligned, so no padding), with a small record each: buffering a command allocates nothing
+/// once the buffers have grown to a frame's worth, and applying keeps their capacity for the
+/// next frame. Every closure stored is `Send + Sync` (the bound of [`CommandQueue::push`]),
+/// which is what makes the queue `Send + Sync`.
 #[derive(Default)]
 pub struct CommandQueue {
     commands: Vec<Command>,
+    /// The closures, back to back; `commands[i].offset` says where each starts.
+    bytes: Vec<MaybeUninit<u8>>,
 }
 
 /// How applying commands went.
@@ -55,6 +100,35 @@ impl CommandStats {
     }
 }
 
+/// Drops the payloads of `commands` not yet consumed (from `next` on), also when dropped
+/// during unwinding from a payload whose drop panicked: each payload is dropped once.
+struct DropPayloads<'a> {
+    commands: &'a [Command],
+    next: usize,
+    base: *mut MaybeUninit<u8>,
+}
+
+impl DropPayloads<'_> {
+    fn run(&mut self, mut world: Option<&mut World>) {
+        while let Some(&command) = self.commands.get(self.next) {
+            self.next += 1;
+            if let (true, Some(entity), Some(world)) = (command.spawn, command.entity, &mut world) {
+                world.flush();
+                let _ = world.despawn(entity);
+            }
+            // SAFETY: `base` is the start of the queue's payload bytes, where `command`'s
+            // unconsumed closure is (`next` moved past it first, so it is dropped once).
+            unsafe { (command.drop)(self.base.add(command.offset)) };
+        }
+    }
+}
+
+impl Drop for DropPayloads<'_> {
+    fn drop(&mut self) {
+        self.run(None);
+    }
+}
+
 impl CommandQueue {
     /// The number of buffered commands.
     pub fn len(&self) -> usize {
@@ -66,53 +140,96 @@ impl CommandQueue {
         self.commands.is_empty()
     }
 
-    /// Applies every command in order, emptying the buffer.
+    /// Buffers `f`, a command about `entity` (if any) described as `what`; `spawn` says that
+    /// it makes the reserved `entity`.
+    fn push<F>(&mut self, what: &'static str, entity: Option<Entity>, spawn: bool, f: F)
+    where
+        F: FnOnce(&mut World) -> Result<(), EntityError> + Send + Sync + 'static,
+    {
+        // Room for the record first: once the closure is written, nothing may fail before the
+        // record that owns it is in.
+        self.commands.reserve(1);
+        let offset = self.bytes.len();
+        let size = mem::size_of::<F>();
+        self.bytes.reserve(size);
+        // SAFETY:
+        // - `reserve` made room for `size` bytes past `len`, inside one allocation; the write
+        //   is unaligned, as the byte buffer has no alignment to offer.
+        // - `set_len`: those bytes now hold the closure (`MaybeUninit` needs no initialising).
+        unsafe {
+            self.bytes.as_mut_ptr().add(offset).cast::<F>().write_unaligned(f);
+            self.bytes.set_len(offset + size);
+        }
+        self.commands.push(Command {
+            run: run_payload::<F>,
+            drop: drop_payload::<F>,
+            offset,
+            what,
+            entity,
+            spawn,
+        });
+    }
+
+    /// Applies every command in order, emptying the buffer (and keeping its capacity).
     ///
     /// If a command panics (a custom closure, or a component's `Drop` run by a replace or a
     /// despawn), the rest of the buffer is thrown away as by [`CommandQueue::discard`] (the
     /// panicking spawn's entity too), then the panic continues: nothing is left half-made.
     pub fn apply(&mut self, world: &mut World, stats: &mut CommandStats) {
-        let mut commands = std::mem::take(&mut self.commands).into_iter();
-        while let Some(command) = commands.next() {
-            let spawned = match &command {
-                Command::Spawn { entity, .. } => Some(*entity),
-                Command::Other { .. } => None,
-            };
-            let ran = catch_unwind(AssertUnwindSafe(|| match command {
-                Command::Spawn { entity, insert } => ("spawn", Some(entity), insert(world)),
-                Command::Other { what, entity, apply } => (what, entity, apply(world)),
+        let mut commands = mem::take(&mut self.commands);
+        let mut bytes = mem::take(&mut self.bytes);
+        let base = bytes.as_mut_ptr();
+        let mut next = 0;
+        while let Some(&command) = commands.get(next) {
+            next += 1;
+            // SAFETY: `command`'s closure is at `offset` in `bytes` and was neither run nor
+            // dropped (`next` moved past it first; the rest are dropped below on a panic).
+            let ran = catch_unwind(AssertUnwindSafe(|| unsafe {
+                (command.run)(base.add(command.offset), world)
             }));
             match ran {
-                Ok((_, _, Ok(()))) => stats.applied += 1,
-                Ok((what, entity, Err(error))) => {
+                Ok(Ok(())) => stats.applied += 1,
+                Ok(Err(error)) => {
                     // A refused spawn (a bundle that repeats a component, memory refused)
                     // must not leave its reserved entity behind, empty.
-                    if let Some(entity) = spawned {
+                    if let (true, Some(entity)) = (command.spawn, command.entity) {
                         let _ = world.despawn(entity);
                     }
-                    stats.skip(what, entity, &error);
+                    stats.skip(command.what, command.entity, &error);
                 }
                 Err(payload) => {
-                    self.commands.extend(commands);
-                    self.discard(world);
-                    if let Some(entity) = spawned {
+                    if let (true, Some(entity)) = (command.spawn, command.entity) {
+                        world.flush();
                         let _ = world.despawn(entity);
                     }
+                    DropPayloads { commands: &commands, next, base }.run(Some(world));
                     resume_unwind(payload);
                 }
             }
         }
+        // Every closure was consumed; keep both allocations for the next frame.
+        commands.clear();
+        bytes.clear();
+        self.commands = commands;
+        self.bytes = bytes;
     }
 
     /// Throws the buffer away; entities reserved by `spawn` are made and despawned at once, so
     /// no empty entity is left behind.
     pub fn discard(&mut self, world: &mut World) {
-        for command in self.commands.drain(..) {
-            if let Command::Spawn { entity, .. } = command {
-                world.flush();
-                let _ = world.despawn(entity);
-            }
-        }
+        let commands = mem::take(&mut self.commands);
+        DropPayloads { commands: &commands, next: 0, base: self.bytes.as_mut_ptr() }
+            .run(Some(world));
+        self.bytes.clear();
+    }
+}
+
+impl Drop for CommandQueue {
+    /// Drops the closures of commands never applied (their reserved entities, with no world
+    /// here, are made empty at the world's next flush).
+    fn drop(&mut self) {
+        let commands = mem::take(&mut self.commands);
+        DropPayloads { commands: &commands, next: 0, base: self.bytes.as_mut_ptr() }.run(None);
     }
 }
 
@@ -132,10 +249,7 @@ impl<'w, 's> Commands<'w, 's> {
     /// in components), the entity exists once the buffer is applied.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let entity = self.world.reserve_entity();
-        self.queue.commands.push(Command::Spawn {
-            entity,
-            insert: Box::new(move |world: &mut World| world.insert(entity, bundle)),
-        });
+        self.queue.push("spawn", Some(entity), true, move |world| world.insert(entity, bundle));
         entity
     }
 
@@ -181,7 +295,7 @@ impl<'w, 's> Commands<'w, 's> {
         entity: Option<Entity>,
         apply: impl FnOnce(&mut World) -> Result<(), EntityError> + Send + Sync + 'static,
     ) {
-        self.queue.commands.push(Command::Other { what, entity, apply: Box::new(apply) });
+        self.queue.push(what, entity, false, apply);
     }
 }
 
@@ -246,5 +360,152 @@ unsafe impl SystemParam for Commands<'_, '_> {
 
     fn discard(state: &mut CommandQueue, world: &mut World) {
         state.discard(world);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use folio_query::World;
+
+    use super::{CommandQueue, CommandStats, Commands};
+
+    /// Counts its drops.
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Over-aligned: stored unaligned in the queue, it must still land aligned in its column.
+    #[repr(align(64))]
+    #[derive(Debug, PartialEq)]
+    struct Aligned([u8; 3]);
+
+    /// Panics when dropped.
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("bomb dropped");
+        }
+    }
+
+    /// A frame's worth of mixed commands; returns the spawned entities.
+    fn fill(
+        queue: &mut CommandQueue,
+        world: &World,
+        drops: &Arc<AtomicUsize>,
+    ) -> Vec<folio_query::Entity> {
+        let mut commands = Commands::new(queue, world);
+        let spawned: Vec<_> = (0..5u8)
+            .map(|i| commands.spawn((Counted(drops.clone()), Aligned([i, i + 1, i + 2]))))
+            .collect();
+        commands.despawn(spawned[1]);
+        commands.despawn(spawned[1]); // skipped: gone by then
+        // A closure capturing nothing: a zero-sized payload.
+        commands.add(|w: &mut World| {
+            w.insert_resource(7u32);
+        });
+        commands.insert(spawned[2], (3u64,));
+        spawned
+    }
+
+    #[test]
+    fn payloads_run_once_in_order_aligned_and_the_buffers_are_reused() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut world = World::new();
+        let mut queue = CommandQueue::default();
+        let mut stats = CommandStats::default();
+        let spawned = fill(&mut queue, &world, &drops);
+        assert_eq!(queue.len(), 9);
+        queue.apply(&mut world, &mut stats);
+        assert!(queue.is_empty());
+        assert_eq!((stats.applied, stats.skipped), (8, 1), "{:?}", stats.recent_skips);
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "only the despawned entity's value");
+        assert_eq!(world.resource::<u32>(), Some(&7));
+        assert_eq!(world.get::<u64>(spawned[2]), Some(&3));
+        for (i, &e) in spawned.iter().enumerate().filter(|&(i, _)| i != 1) {
+            let a = world.get::<Aligned>(e).unwrap();
+            let i = i as u8;
+            assert_eq!(a, &Aligned([i, i + 1, i + 2]));
+            assert_eq!((a as *const Aligned).addr() % 64, 0);
+        }
+        // The next frame's commands fit the buffers the first one grew.
+        let capacity = (queue.commands.capacity(), queue.bytes.capacity());
+        fill(&mut queue, &world, &drops);
+        assert_eq!((queue.commands.capacity(), queue.bytes.capacity()), capacity);
+        queue.apply(&mut world, &mut stats);
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+        world.clear();
+        assert_eq!(drops.load(Ordering::Relaxed), 10, "every value dropped once");
+        world.check_invariants();
+    }
+
+    #[test]
+    fn discarded_and_dropped_queues_drop_each_payload_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut world = World::new();
+        let mut queue = CommandQueue::default();
+        fill(&mut queue, &world, &drops);
+        queue.discard(&mut world);
+        assert!(queue.is_empty());
+        assert_eq!(drops.load(Ordering::Relaxed), 5);
+        assert_eq!(world.len(), 0, "no reserved entity left behind");
+        assert_eq!(world.resource::<u32>(), None, "nothing ran");
+
+        fill(&mut queue, &world, &drops);
+        drop(queue);
+        assert_eq!(drops.load(Ordering::Relaxed), 10);
+        world.check_invariants();
+    }
+
+    #[test]
+    fn a_panicking_payload_drop_still_drops_the_rest_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut world = World::new();
+        let mut queue = CommandQueue::default();
+        {
+            let mut commands = Commands::new(&mut queue, &world);
+            let c = Counted(drops.clone());
+            commands.add(move |_: &mut World| drop(c));
+            let bomb = Bomb;
+            commands.add(move |_: &mut World| drop(bomb));
+            commands.spawn((Counted(drops.clone()),));
+        }
+        let panicked = catch_unwind(AssertUnwindSafe(|| queue.discard(&mut world)));
+        assert!(panicked.is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 2, "the payloads after the bomb too");
+        assert!(queue.is_empty());
+        drop(queue);
+        assert_eq!(drops.load(Ordering::Relaxed), 2, "nothing dropped twice");
+    }
+
+    #[test]
+    fn a_panicking_command_drops_the_unrun_rest_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut world = World::new();
+        let mut queue = CommandQueue::default();
+        let mut stats = CommandStats::default();
+        {
+            let mut commands = Commands::new(&mut queue, &world);
+            commands.spawn((Counted(drops.clone()),));
+            commands.add(|_: &mut World| panic!("command failed"));
+            commands.spawn((Counted(drops.clone()), Aligned([1, 2, 3])));
+            let c = Counted(drops.clone());
+            commands.add(move |_: &mut World| drop(c));
+        }
+        let panicked = catch_unwind(AssertUnwindSafe(|| queue.apply(&mut world, &mut stats)));
+        assert!(panicked.is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 2, "the two unrun payloads");
+        assert_eq!(stats.applied, 1);
+        assert_eq!(world.len(), 1, "the first spawn stands, the thrown-away one left nothing");
+        world.check_invariants();
+        drop(queue);
+        world.clear();
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
     }
 }
