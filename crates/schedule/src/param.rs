@@ -130,6 +130,7 @@ pub struct Query<'w, 's, D: QueryData, F: QueryFilter = ()> {
 
 impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     /// The items, read-only.
+    #[inline(always)]
     pub fn iter(&self) -> QueryIter<'_, 's, D::ReadOnly, F> {
         // SAFETY: the schedule holds this system's access; reads through `&self` cannot
         // overlap the writes of `iter_mut`, which takes `&mut self`.
@@ -137,6 +138,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     }
 
     /// The items, mutably.
+    #[inline(always)]
     pub fn iter_mut(&mut self) -> QueryIter<'_, 's, D, F> {
         // SAFETY: the schedule holds this system's access, and `&mut self` keeps any other
         // item of this query from being alive.
