@@ -529,11 +529,60 @@ impl World {
                 plan,
                 bundle,
                 tick,
+                |entities, location| Ok(entities.try_alloc_at(location)?),
             );
         }
         let entity = self.entities.try_alloc()?;
         // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
         bundle.get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) })
+    }
+
+    /// Gives `entity`, reserved with [`World::reserve_entity`] and given no components since,
+    /// the components of `bundle`: what [`World::insert`] does, but without moving a row. The
+    /// entity leaves the empty archetype and its row is written in place in its new table, as
+    /// a spawn's is. An entity that has components already gets an ordinary insert. How
+    /// `Commands::spawn` makes its entities.
+    ///
+    /// On error nothing changed (the entity stays, empty) and the bundle is dropped.
+    pub fn spawn_reserved<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        bundle: B,
+    ) -> Result<(), EntityError> {
+        self.flush();
+        let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let b = self.bundle_id::<B>()?;
+        let plan = self.spawn_plan(b);
+        let (archetype, table) = (plan.archetype, plan.table);
+        let table_only = self.spawn_plans[b].as_ref().is_some_and(|p| p.columns.is_some());
+        if loc.archetype_id != ArchetypeId::EMPTY.0 || !table_only {
+            return self.insert(entity, bundle);
+        }
+        let tick = self.change_tick();
+        let plan = self.spawn_plans[b].as_ref().expect("checked above");
+        // A bundle has a component, so a table-only plan's table has a column: not the empty one.
+        debug_assert_ne!(table, TableId::EMPTY);
+        let (empty, target) = two_mut(&mut self.tables, TableId::EMPTY.index(), table.index());
+        spawn_in(
+            &mut self.entities,
+            target,
+            &mut self.archetypes[archetype.index()],
+            plan,
+            bundle,
+            tick,
+            |entities, location| {
+                entities.set_location(entity, location);
+                Ok(entity)
+            },
+        )?;
+        // The entity's row is written in its new table; take it out of the empty one. The
+        // empty table has no columns, so the swap-remove moves only an entity id.
+        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
+        if let Some(&moved) = empty.entities().last().filter(|&&m| m != entity) {
+            fix_table_row(&mut self.entities, &mut self.archetypes, moved, loc.table_row);
+        }
+        empty.swap_remove_and_drop(loc.table_row as usize);
+        Ok(())
     }
 
     /// Spawns one entity per bundle, resolving the archetype and reserving rows for the whole
@@ -1362,7 +1411,9 @@ struct MovePlan {
 }
 
 /// Spawns one entity of a bundle whose archetype has only table components: reserves, then
-/// writes the row in place. On error nothing changed and the bundle is dropped.
+/// writes the row in place, for the entity `place` gives the new location to (a new one, or
+/// one being moved out of the empty archetype). On error (from the reservation or from
+/// `place`) nothing changed and the bundle is dropped.
 ///
 /// Always inlined: the bundle is then written from where the caller built it, not copied
 /// through the stack first (criterion's simple_insert spent 12 % in that `memmove`).
@@ -1374,6 +1425,7 @@ fn spawn_in<B: Bundle>(
     plan: &SpawnPlan,
     bundle: B,
     tick: u32,
+    place: impl FnOnce(&mut Entities, EntityLocation) -> Result<Entity, EntityError>,
 ) -> Result<Entity, EntityError> {
     let columns = plan.columns.as_deref().expect("a table-only spawn plan");
     table.try_reserve(1)?;
@@ -1385,7 +1437,7 @@ fn spawn_in<B: Bundle>(
         table_id: plan.table.0,
         table_row: table_row as u32,
     };
-    let entity = entities.try_alloc_at(location)?;
+    let entity = place(entities, location)?;
     // SAFETY:
     // - `data_slot`: `columns[i]` is the table column of bundle component `i` (the plan was
     //   made for this bundle and table), and `table_row == len < cap` after `try_reserve(1)`.

@@ -249,7 +249,8 @@ impl<'w, 's> Commands<'w, 's> {
     /// in components), the entity exists once the buffer is applied.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let entity = self.world.reserve_entity();
-        self.queue.push("spawn", Some(entity), true, move |world| world.insert(entity, bundle));
+        self.queue
+            .push("spawn", Some(entity), true, move |world| world.spawn_reserved(entity, bundle));
         entity
     }
 

@@ -207,6 +207,61 @@ fn archetypes_keep_entity_lists_only_while_they_share_a_table() {
     assert!(world.archetypes().iter().all(Archetype::is_empty));
 }
 
+/// `spawn_reserved` writes a reserved entity's row in place in its new table and takes it
+/// out of the empty archetype (fixing the entity that takes its place there); bundles it
+/// cannot place that way, and entities that have components already, get an ordinary insert.
+#[test]
+fn spawn_reserved_places_reserved_entities_in_place() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    // An entity with only a sparse-set component shares the empty table, so the empty
+    // archetype keeps a list.
+    let sparse_only = world.spawn((Sparse(1),));
+    let es: Vec<Entity> = (0..6).map(|_| world.reserve_entity()).collect();
+    world.flush();
+    assert_eq!(world.len(), 7);
+    let tick = world.change_tick();
+    world.spawn_reserved(es[0], (Pos(0.0, 0.0), Vel(1.0, 1.0))).unwrap();
+    world.check_invariants();
+    world.spawn_reserved(es[3], (Pos(3.0, 0.0), Tracked::new(&drops))).unwrap();
+    world.spawn_reserved(es[1], (Pos(1.0, 0.0), Sparse(11))).unwrap(); // has a sparse one
+    world.spawn_reserved(es[2], (Tag,)).unwrap(); // zero-sized
+    world.spawn_reserved(es[4], (PageAligned(4),)).unwrap();
+    world.check_invariants();
+    // Has components already: an insert, which replaces.
+    world.spawn_reserved(es[0], (Vel(2.0, 2.0),)).unwrap();
+    world.check_invariants();
+    assert_eq!(world.get::<Vel>(es[0]), Some(&Vel(2.0, 2.0)));
+    assert_eq!(world.get::<Pos>(es[0]), Some(&Pos(0.0, 0.0)));
+    assert_eq!(world.get::<Pos>(es[3]), Some(&Pos(3.0, 0.0)));
+    assert_eq!(world.get::<Sparse>(es[1]), Some(&Sparse(11)));
+    assert_eq!(world.get::<PageAligned>(es[4]), Some(&PageAligned(4)));
+    assert_eq!(world.get::<Tag>(es[2]), Some(&Tag));
+    assert_eq!(world.entity(es[5]).unwrap().archetype().id(), ArchetypeId::EMPTY);
+    assert_eq!(world.get::<Sparse>(sparse_only), Some(&Sparse(1)));
+    let loc = world.entities().location(es[3]).unwrap();
+    let table = &world.tables()[loc.table_id as usize];
+    let pos = table.column(world.components().id::<Pos>().unwrap()).unwrap();
+    assert_eq!(pos.added_ticks()[loc.table_row as usize], tick, "added at the world's tick");
+    // Same archetype as a spawned entity's, and the same in every respect.
+    let spawned = world.spawn((Pos(9.0, 0.0), Vel(9.0, 9.0)));
+    let archetype_of = |w: &World, e| w.entities().location(e).unwrap().archetype_id;
+    assert_eq!(archetype_of(&world, spawned), archetype_of(&world, es[0]));
+
+    // A refused bundle or a stale entity changes nothing, and the bundle is dropped.
+    let err = world.spawn_reserved(es[5], (Tracked::new(&drops), Tracked::new(&drops)));
+    assert!(matches!(err, Err(EntityError::Component(_))), "{err:?}");
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    world.despawn(es[2]).unwrap();
+    let err = world.spawn_reserved(es[2], (Tracked::new(&drops),));
+    assert!(matches!(err, Err(EntityError::NoSuchEntity(e)) if e == es[2]), "{err:?}");
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+    world.check_invariants();
+    assert!(world.contains(es[5]), "the refused entity stays, empty");
+    world.clear();
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "the stored value dropped once");
+}
+
 #[test]
 fn every_value_is_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
