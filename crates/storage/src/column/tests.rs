@@ -308,3 +308,12 @@ fn copy_item_copies_exactly_size_bytes_for_every_size() {
         assert_eq!((dst[0], dst[size + 1]), (0xAA, 0xAA), "size {size}: a guard byte changed");
     }
 }
+
+/// Tables hold three columns per component (values and two tick columns), so a column's own
+/// size is most of a near-empty table's memory (many_archetypes): the rarely used reservation
+/// is boxed. 120 bytes on 64-bit targets today; this guards against it growing back.
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn a_column_stays_small() {
+    assert!(size_of::<Column>() <= 120, "Column is {} bytes", size_of::<Column>());
+}
