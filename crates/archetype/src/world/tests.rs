@@ -609,6 +609,9 @@ enum Op {
     Insert(usize, u8, u32),
     Remove(usize, u8),
     Get(usize),
+    /// Reserve `1 + k % 3` entities and give all but a third one the bundle of `m` through
+    /// `spawn_reserved` (the third stays empty).
+    SpawnReserved(u8, u32, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -618,6 +621,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<usize>(), any::<u8>(), any::<u32>()).prop_map(|(e, m, v)| Op::Insert(e, m, v)),
         2 => (any::<usize>(), any::<u8>()).prop_map(|(e, m)| Op::Remove(e, m)),
         2 => any::<usize>().prop_map(Op::Get),
+        2 => (any::<u8>(), any::<u32>(), any::<u8>()).prop_map(|(m, v, k)| Op::SpawnReserved(m, v, k)),
     ]
 }
 
@@ -632,14 +636,33 @@ struct S(u32);
 type Model = HashMap<Entity, (Option<u32>, Option<String>, Option<u32>)>;
 
 fn apply_insert(world: &mut World, e: Entity, m: u8, v: u32) -> Result<(), EntityError> {
+    apply_bundle(world, e, m, v, false)
+}
+
+/// Adds the bundle `m` selects, with `insert` or (`reserved`) with `spawn_reserved`.
+fn apply_bundle(
+    world: &mut World,
+    e: Entity,
+    m: u8,
+    v: u32,
+    reserved: bool,
+) -> Result<(), EntityError> {
+    fn put<T: Bundle>(
+        world: &mut World,
+        e: Entity,
+        bundle: T,
+        reserved: bool,
+    ) -> Result<(), EntityError> {
+        if reserved { world.spawn_reserved(e, bundle) } else { world.insert(e, bundle) }
+    }
     match m % 7 {
-        0 => world.insert(e, (A(v),)),
-        1 => world.insert(e, (B(v.to_string()),)),
-        2 => world.insert(e, (S(v),)),
-        3 => world.insert(e, (A(v), B(v.to_string()))),
-        4 => world.insert(e, (S(v), A(v))),
-        5 => world.insert(e, (B(v.to_string()), S(v))),
-        _ => world.insert(e, (A(v), B(v.to_string()), S(v))),
+        0 => put(world, e, (A(v),), reserved),
+        1 => put(world, e, (B(v.to_string()),), reserved),
+        2 => put(world, e, (S(v),), reserved),
+        3 => put(world, e, (A(v), B(v.to_string())), reserved),
+        4 => put(world, e, (S(v), A(v)), reserved),
+        5 => put(world, e, (B(v.to_string()), S(v)), reserved),
+        _ => put(world, e, (A(v), B(v.to_string()), S(v)), reserved),
     }
 }
 
@@ -719,6 +742,21 @@ proptest! {
                             let expected = entry.and_then(|en| en.2.take()).map(|v| (S(v),));
                             prop_assert_eq!(world.remove::<(S,)>(e), expected);
                         }
+                    }
+                }
+                Op::SpawnReserved(m, v, k) => {
+                    let es: Vec<Entity> = (0..1 + k % 3).map(|_| world.reserve_entity()).collect();
+                    for (j, &e) in es.iter().enumerate() {
+                        known.push(e);
+                        let entry = model.entry(e).or_insert((None, None, None));
+                        if j == 2 {
+                            continue; // stays empty (made by the first spawn's flush)
+                        }
+                        apply_bundle(&mut world, e, m, v, true).unwrap();
+                        let (a, b, s) = mask(m);
+                        if a { entry.0 = Some(v); }
+                        if b { entry.1 = Some(v.to_string()); }
+                        if s { entry.2 = Some(v); }
                     }
                 }
                 Op::Get(i) if !known.is_empty() => {
