@@ -66,7 +66,7 @@ unsafe fn drop_payload<F>(payload: *mut MaybeUninit<u8>) {
 /// Commands are closures stored one after another in one byte buffer (read and written
 /// unaligned, so no padding), with a small record each: buffering a command allocates nothing
 /// once the buffers have grown to a frame's worth, and applying keeps their capacity for the
-/// next frame. Every closure stored is `Send + Sync` (the bound of [`CommandQueue::push`]),
+/// next frame. Every closure stored is `Send + Sync` (the bound of `CommandQueue::push`),
 /// which is what makes the queue `Send + Sync`.
 #[derive(Default)]
 pub struct CommandQueue {
