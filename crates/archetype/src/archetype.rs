@@ -12,7 +12,7 @@
 //! share a table keep a list ([`ArchetypeEntities::Listed`]); an archetype switches to a list
 //! once, when a second archetype joins its table, and never back. So a despawn or a table move
 //! of an entity in an unshared table touches no archetype list and no second entity meta
-//! (world_profile: about a fifth of a random despawn's time).
+//! (callgrind, random despawns from 100,000 entities: 482 -> 448 instructions each).
 //!
 //! Each archetype caches **graph edges**: "insert bundle B → archetype" and "remove bundle B →
 //! archetype", keyed by the world's index of the bundle, so a repeated transition costs a short

@@ -577,10 +577,7 @@ impl World {
         )?;
         // The entity's row is written in its new table; take it out of the empty one. The
         // empty table has no columns, so the swap-remove moves only an entity id.
-        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
-        if let Some(&moved) = empty.entities().last().filter(|&&m| m != entity) {
-            fix_table_row(&mut self.entities, &mut self.archetypes, moved, loc.table_row);
-        }
+        unlink_row(&mut self.entities, &mut self.archetypes, empty, entity, loc);
         empty.swap_remove_and_drop(loc.table_row as usize);
         Ok(())
     }
@@ -687,11 +684,8 @@ impl World {
             self.entities.prefetch(last);
         }
         self.archetypes[loc.archetype_id as usize].prefetch(loc.archetype_row);
-        unlink_archetype_row(&mut self.entities, &mut self.archetypes, loc);
         let table = &mut self.tables[loc.table_id as usize];
-        if let Some(&moved) = table.entities().last().filter(|&&m| m != entity) {
-            fix_table_row(&mut self.entities, &mut self.archetypes, moved, loc.table_row);
-        }
+        unlink_row(&mut self.entities, &mut self.archetypes, table, entity, loc);
         let sparse = self.archetypes[loc.archetype_id as usize].sparse_components();
         let mut sparse_guard =
             SparseRemover { sets: &mut self.sparse_sets, ids: sparse, entity, next: 0 };
@@ -1376,6 +1370,23 @@ fn unlink_archetype_row(
     if let Some(moved) = archetypes[loc.archetype_id as usize].swap_remove(loc.archetype_row) {
         entities.location_mut(moved).expect("archetype entities are alive").archetype_row =
             loc.archetype_row;
+    }
+}
+
+/// Takes `entity`, at `loc` in `table`, out of its archetype, and fixes the location of the
+/// entity that `table`'s swap-remove of `loc.table_row` is about to move into its place (the
+/// caller does that swap-remove next).
+#[inline]
+fn unlink_row(
+    entities: &mut Entities,
+    archetypes: &mut [Archetype],
+    table: &Table,
+    entity: Entity,
+    loc: EntityLocation,
+) {
+    unlink_archetype_row(entities, archetypes, loc);
+    if let Some(&moved) = table.entities().last().filter(|&&m| m != entity) {
+        fix_table_row(entities, archetypes, moved, loc.table_row);
     }
 }
 
