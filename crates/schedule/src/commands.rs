@@ -35,6 +35,17 @@ struct Command {
     spawn: bool,
 }
 
+impl Command {
+    /// For a spawn that did not happen (its closure was refused, panicked or never ran):
+    /// despawns its reserved entity, so no empty entity stays behind. Nothing for the others.
+    fn undo_spawn(&self, world: &mut World) {
+        if let (true, Some(entity)) = (self.spawn, self.entity) {
+            world.flush();
+            let _ = world.despawn(entity);
+        }
+    }
+}
+
 /// Runs the `F` stored unaligned at `payload`, consuming it.
 ///
 /// # Safety
@@ -112,9 +123,8 @@ impl DropPayloads<'_> {
     fn run(&mut self, mut world: Option<&mut World>) {
         while let Some(&command) = self.commands.get(self.next) {
             self.next += 1;
-            if let (true, Some(entity), Some(world)) = (command.spawn, command.entity, &mut world) {
-                world.flush();
-                let _ = world.despawn(entity);
+            if let Some(world) = &mut world {
+                command.undo_spawn(world);
             }
             // SAFETY: `base` is the start of the queue's payload bytes, where `command`'s
             // unconsumed closure is (`next` moved past it first, so it is dropped once).
@@ -190,18 +200,12 @@ impl CommandQueue {
             match ran {
                 Ok(Ok(())) => stats.applied += 1,
                 Ok(Err(error)) => {
-                    // A refused spawn (a bundle that repeats a component, memory refused)
-                    // must not leave its reserved entity behind, empty.
-                    if let (true, Some(entity)) = (command.spawn, command.entity) {
-                        let _ = world.despawn(entity);
-                    }
+                    // A refused spawn (a bundle that repeats a component, memory refused).
+                    command.undo_spawn(world);
                     stats.skip(command.what, command.entity, &error);
                 }
                 Err(payload) => {
-                    if let (true, Some(entity)) = (command.spawn, command.entity) {
-                        world.flush();
-                        let _ = world.despawn(entity);
-                    }
+                    command.undo_spawn(world);
                     DropPayloads { commands: &commands, next, base }.run(Some(world));
                     resume_unwind(payload);
                 }
@@ -395,6 +399,11 @@ mod tests {
         }
     }
 
+    /// A drop counter, an empty world and an empty queue.
+    fn setup() -> (Arc<AtomicUsize>, World, CommandQueue) {
+        (Arc::new(AtomicUsize::new(0)), World::new(), CommandQueue::default())
+    }
+
     /// A frame's worth of mixed commands; returns the spawned entities.
     fn fill(
         queue: &mut CommandQueue,
@@ -417,9 +426,7 @@ mod tests {
 
     #[test]
     fn payloads_run_once_in_order_aligned_and_the_buffers_are_reused() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let mut world = World::new();
-        let mut queue = CommandQueue::default();
+        let (drops, mut world, mut queue) = setup();
         let mut stats = CommandStats::default();
         let spawned = fill(&mut queue, &world, &drops);
         assert_eq!(queue.len(), 9);
@@ -448,9 +455,7 @@ mod tests {
 
     #[test]
     fn discarded_and_dropped_queues_drop_each_payload_once() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let mut world = World::new();
-        let mut queue = CommandQueue::default();
+        let (drops, mut world, mut queue) = setup();
         fill(&mut queue, &world, &drops);
         queue.discard(&mut world);
         assert!(queue.is_empty());
@@ -466,9 +471,7 @@ mod tests {
 
     #[test]
     fn a_panicking_payload_drop_still_drops_the_rest_once() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let mut world = World::new();
-        let mut queue = CommandQueue::default();
+        let (drops, mut world, mut queue) = setup();
         {
             let mut commands = Commands::new(&mut queue, &world);
             let c = Counted(drops.clone());
@@ -487,9 +490,7 @@ mod tests {
 
     #[test]
     fn a_panicking_command_drops_the_unrun_rest_once() {
-        let drops = Arc::new(AtomicUsize::new(0));
-        let mut world = World::new();
-        let mut queue = CommandQueue::default();
+        let (drops, mut world, mut queue) = setup();
         let mut stats = CommandStats::default();
         {
             let mut commands = Commands::new(&mut queue, &world);
