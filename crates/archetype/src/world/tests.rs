@@ -263,6 +263,30 @@ fn spawn_reserved_places_reserved_entities_in_place() {
 }
 
 #[test]
+fn prefetching_any_entity_changes_nothing() {
+    let mut world = sparse_world();
+    let live = world.spawn((Pos(1.0, 2.0), Sparse(3)));
+    let other = world.spawn((Pos(4.0, 5.0), PageAligned(6)));
+    let dead = world.spawn((Tag,));
+    world.despawn(dead).unwrap();
+    let reserved = world.reserve_entity(); // not yet flushed: no meta
+    let never = Entity::from_bits(1 << 32 | 1_000_000).unwrap();
+    let placeholder = Entity::PLACEHOLDER;
+    for e in [live, other, dead, reserved, never, placeholder] {
+        world.prefetch_entity(e);
+        world.prefetch_entity_row(e);
+    }
+    world.flush();
+    world.prefetch_entity_row(reserved); // now in the empty table
+    assert_eq!(world.get::<Pos>(live), Some(&Pos(1.0, 2.0)));
+    assert_eq!(world.get::<Sparse>(live), Some(&Sparse(3)));
+    assert_eq!(world.get::<PageAligned>(other), Some(&PageAligned(6)));
+    assert!(!world.contains(dead) && !world.contains(never) && world.contains(reserved));
+    assert_eq!(world.len(), 3);
+    world.check_invariants();
+}
+
+#[test]
 fn every_value_is_dropped_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut world = sparse_world();
