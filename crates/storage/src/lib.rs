@@ -41,6 +41,6 @@ pub use entity::{Entities, Entity, EntityLocation};
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;
-pub use raw::{COMMIT_STEP_MAX, SMALL_COLUMN_BYTES};
+pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, SMALL_COLUMN_BYTES};
 pub use sparse_set::{ComponentSparseSet, PAGE_LEN, SparseSet};
 pub use virtual_vec::{PushError, VirtualVec};

@@ -10,9 +10,10 @@
 //!   limit to 0; columns use [`SMALL_COLUMN_BYTES`].
 //! - Past it the items move **once** into a reservation of `max_bytes` of address space; from then on
 //!   growth commits pages in place and nothing moves again.
-//! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`]; so a
-//!   buffer's committed bytes exceed what it needs by less than one step (≤ 1 MiB), and growing
-//!   to 400 MB takes about 400 `mprotect` calls.
+//! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`] (a
+//!   `VirtualVec`) or [`COLUMN_COMMIT_STEP`] (a column); so a buffer's committed bytes exceed
+//!   what it needs by less than one step (≤ 1 MiB), and growing to 400 MB takes about 400
+//!   `mprotect` calls (3,200 for a column, whose steps are small to keep each push short).
 //!
 //! # Column reservations: colouring and reuse
 //! Columns (not `VirtualVec`s, whose layout tests and users may rely on) get two more things:
@@ -55,6 +56,18 @@ pub const SMALL_COLUMN_BYTES: usize = 16 << 10;
 /// steps took 1.12x the time of 1 MiB steps and 256 KiB 1.05x, while 4 MiB was no faster
 /// (0.98x, within noise) and wastes up to 4 MiB; 1 MiB is the fastest step under the 1 MB bar.
 pub const COMMIT_STEP_MAX: usize = 1 << 20;
+
+/// The largest commit step of a column (a table's, a sparse set's, the entity metas').
+///
+/// Past [`PREFAULT_FROM`](crate::vm::PREFAULT_FROM) a commit is prefaulted in one system call,
+/// and the push that makes it pays for every page of it: with 1 MiB steps that was ~500 µs
+/// on the project's VMs, and a spawn that committed a step was 2.5x–5x a `Vec` push's slowest
+/// (spawn_hitch, docs/PERFORMANCE.md). 128 KiB steps make it ~80 µs, below the `Vec`'s own
+/// slowest push (~180 µs there): spawn_hitch's slowest spawn went to 1.0x–1.7x the `Vec`'s,
+/// for 2.5 % more time on a 10M fill (eight times the `mprotect` calls; each step is still
+/// prefaulted in one call). A `VirtualVec`, which has no frame to stall, keeps
+/// [`COMMIT_STEP_MAX`].
+pub const COLUMN_COMMIT_STEP: usize = 128 << 10;
 
 /// The most committed bytes a reservation keeps when it goes to the spare list (the rest is
 /// decommitted first): one commit step, so a reused column wastes no more than a fresh one.
@@ -153,7 +166,7 @@ pub(crate) struct RawBuf {
     small_limit: usize,
     /// The size of the reservation made on the move.
     max_bytes: usize,
-    /// The largest commit step, normally [`COMMIT_STEP_MAX`].
+    /// The largest commit step: [`COMMIT_STEP_MAX`], or [`COLUMN_COMMIT_STEP`] for a column.
     step_max: usize,
     source: Arc<dyn PageSource>,
     /// A column buffer: its reservation is coloured and reused (see the module docs).
@@ -206,6 +219,7 @@ impl RawBuf {
     ) -> Self {
         let mut buf = Self::new(item, small_limit, max_bytes, source);
         buf.column = true;
+        buf.step_max = COLUMN_COMMIT_STEP;
         buf
     }
 

@@ -317,3 +317,27 @@ fn copy_item_copies_exactly_size_bytes_for_every_size() {
 fn a_column_stays_small() {
     assert!(size_of::<Column>() <= 120, "Column is {} bytes", size_of::<Column>());
 }
+
+#[test]
+fn a_column_commits_in_small_steps() {
+    use crate::raw::COLUMN_COMMIT_STEP;
+    // Each step is prefaulted by the push that commits it: small steps keep that push short.
+    if MIRI {
+        return; // OS pages: miri has no mprotect.
+    }
+    let mut c = u64_column(64 << 20, crate::vm::default_source());
+    let mut last = 0;
+    let mut steps = Vec::new();
+    for i in 0..(1u64 << 19) {
+        push(&mut c, i);
+        let (_, committed, used) = c.memory();
+        assert!(committed - used <= COLUMN_COMMIT_STEP + 4096, "{committed} for {used}");
+        if committed != last {
+            steps.push(committed - last);
+            last = committed;
+        }
+    }
+    assert!(steps.iter().all(|&s| s <= COLUMN_COMMIT_STEP + 4096), "{steps:?}");
+    assert!(steps.iter().filter(|&&s| s == COLUMN_COMMIT_STEP).count() >= 20, "{steps:?}");
+    assert_eq!(values::<u64>(&c)[12_345], 12_345);
+}
