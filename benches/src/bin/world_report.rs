@@ -438,6 +438,16 @@ fn case_remove(lib: &str) -> Out {
             assert!(w.is_empty());
             secs
         }
+        "folio_batch" => {
+            let mut w = folio_archetype::World::new();
+            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
+            let es: Vec<_> = shuffled(es);
+            let t0 = Instant::now();
+            assert_eq!(w.despawn_batch(es), TEN_MILLION);
+            let secs = t0.elapsed().as_secs_f64();
+            assert!(w.is_empty());
+            secs
+        }
         "bevy" => {
             let mut w = bevy_ecs::world::World::new();
             let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),)).id()).collect();
@@ -674,7 +684,7 @@ fn main() {
     for (workload, libs) in [
         ("hitch", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
         ("insert", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
-        ("remove", &LIBS[..]),
+        ("remove", &["folio", "folio_batch", "bevy", "hecs", "shipyard"][..]),
         ("arch", &LIBS[..]),
     ] {
         for &lib in libs {
@@ -776,22 +786,25 @@ fn main() {
     println!("| contender | time (ms) | / fastest peer |");
     println!("| --- | ---: | ---: |");
     let (rp, rbest) = best_peer(r, "time_ms");
-    for lib in LIBS {
+    for lib in ["folio", "folio_batch", "bevy", "hecs", "shipyard"] {
+        let name = if lib == "folio_batch" { "folio (`despawn_batch`)" } else { lib };
         println!(
-            "| {lib} | {:.0} | {:.2} |",
+            "| {name} | {:.0} | {:.2} |",
             med(r, lib, "time_ms"),
             med(r, lib, "time_ms") / rbest
         );
     }
-    let fr = med(r, "folio", "time_ms");
     println!();
-    println!(
-        "- bar: folio ≤ 0.5x fastest peer ({rp}): {:.0} / {:.0} ms = {:.2}x: {}",
-        fr,
-        rbest,
-        fr / rbest,
-        verdict(fr <= 0.5 * rbest)
-    );
+    for (lib, how) in [("folio", "one `despawn` at a time"), ("folio_batch", "`despawn_batch`")] {
+        let fr = med(r, lib, "time_ms");
+        println!(
+            "- bar: folio ({how}) ≤ 0.5x fastest peer ({rp}): {:.0} / {:.0} ms = {:.2}x: {}",
+            fr,
+            rbest,
+            fr / rbest,
+            verdict(fr <= 0.5 * rbest)
+        );
+    }
     println!();
 
     // many_archetypes

@@ -40,4 +40,7 @@ pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use table::{MovedRow, Table, TableColumn, TableId};
-pub use world::{EdgeStats, MAX_CHANGE_AGE, MemoryStats, TableMemory, World, WorldId, is_newer};
+pub use world::{
+    BATCH_META_AHEAD, BATCH_ROW_AHEAD, EdgeStats, MAX_CHANGE_AGE, MemoryStats, TableMemory, World,
+    WorldId, is_newer,
+};

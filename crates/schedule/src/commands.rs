@@ -11,7 +11,7 @@
 use std::mem::{self, MaybeUninit};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use folio_query::{Bundle, Entity, EntityError, World};
+use folio_query::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, World};
 
 use crate::error::ScheduleError;
 use crate::param::{SystemMeta, SystemParam};
@@ -243,21 +243,17 @@ impl Drop for CommandQueue {
     }
 }
 
-/// How many commands ahead of the one running [`CommandQueue::apply`] starts loading an
-/// entity's meta, and then its row. A despawn (or insert, or remove) of a random entity among
-/// many waits on cache misses: its meta, then its row in every column. Requested this far
-/// ahead, they arrive while the commands before it run, instead of one after another. The row
-/// is prefetched closer (its address comes from the meta, which should have arrived by then).
-const META_AHEAD: usize = 16;
-const ROW_AHEAD: usize = 8;
-
-/// Prefetches for the commands `META_AHEAD` and `ROW_AHEAD` past `next` (see [`META_AHEAD`]).
+/// Starts loading the meta of the entity of the command [`BATCH_META_AHEAD`] past `next`, and
+/// the row of the one [`BATCH_ROW_AHEAD`] past it. A despawn (or insert, or remove) of a random
+/// entity among many waits on cache misses: its meta, then its row in every column. Asked for
+/// this far ahead, they arrive while the commands before it run, as in
+/// [`World::despawn_batch`].
 #[inline]
 fn prefetch_ahead(commands: &[Command], next: usize, world: &World) {
-    if let Some(entity) = commands.get(next + META_AHEAD).and_then(|c| c.entity) {
+    if let Some(entity) = commands.get(next + BATCH_META_AHEAD).and_then(|c| c.entity) {
         world.prefetch_entity(entity);
     }
-    if let Some(entity) = commands.get(next + ROW_AHEAD).and_then(|c| c.entity) {
+    if let Some(entity) = commands.get(next + BATCH_ROW_AHEAD).and_then(|c| c.entity) {
         world.prefetch_entity_row(entity);
     }
 }
@@ -538,7 +534,7 @@ mod tests {
 
     #[test]
     fn a_long_buffer_applies_as_the_same_calls_made_one_by_one() {
-        // Long enough that every command is prefetched ahead of it (`META_AHEAD`), and mixed:
+        // Long enough that every command is prefetched ahead of it (`BATCH_META_AHEAD`), and mixed:
         // despawns of random entities (some twice), inserts and removes on entities despawned
         // earlier in the buffer, spawns, and despawns of entities spawned in the same buffer.
         // The ops name entities by slot (the n-th entity made), as the two worlds hand out

@@ -333,6 +333,85 @@ fn a_panicking_drop_during_despawn_leaves_the_world_consistent() {
 }
 
 #[test]
+fn despawn_batch_despawns_as_one_by_one() {
+    // Long batches (every entity prefetched ahead), short ones (the look-ahead never fills),
+    // repeats, stale and unknown ids, a reserved entity, tables and sparse sets, drops counted.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let make = |world: &mut World| -> Vec<Entity> {
+        (0..300u32)
+            .map(|i| match i % 3 {
+                0 => world.spawn((Pos(i as f32, 0.0), Tracked::new(&drops))),
+                1 => world.spawn((Sparse(i), Tracked::new(&drops))),
+                _ => world.spawn((Pos(i as f32, 1.0), Vel(0.0, 0.0), PageAligned(u64::from(i)))),
+            })
+            .collect()
+    };
+    let mut batched = sparse_world();
+    let mut single = sparse_world();
+    let es = make(&mut batched);
+    assert_eq!(es, make(&mut single));
+    let gone = batched.spawn((Tag,));
+    batched.despawn(gone).unwrap();
+    let never = Entity::from_bits(1 << 32 | 1_000_000).unwrap();
+    let reserved = batched.reserve_entity();
+
+    // 200 distinct entities in a scattered order, then 20 of them again.
+    let mut picks: Vec<Entity> = (0..200).map(|k| es[(k * 7919) % es.len()]).collect();
+    picks.extend_from_within(..20);
+    picks.extend([gone, never, reserved, es[5], es[5]]);
+    let before = drops.load(Ordering::SeqCst);
+    let despawned = batched.despawn_batch(picks.iter().copied());
+    let mut expected = 0;
+    for &e in &picks {
+        if e != reserved && single.despawn(e).is_ok() {
+            expected += 1;
+        }
+    }
+    assert_eq!(despawned, expected + 1, "the reserved entity is flushed, then despawned");
+    assert!(!batched.contains(reserved));
+    assert_eq!(batched.len(), single.len());
+    for &e in &es {
+        assert_eq!(batched.contains(e), single.contains(e));
+        assert_eq!(batched.get::<Pos>(e), single.get::<Pos>(e));
+        assert_eq!(batched.get::<Sparse>(e), single.get::<Sparse>(e));
+        assert_eq!(batched.get::<PageAligned>(e), single.get::<PageAligned>(e));
+    }
+    let both = drops.load(Ordering::SeqCst) - before;
+    assert_eq!(both % 2, 0, "each world dropped the same values");
+    batched.check_invariants();
+
+    // Short batches and an empty one.
+    let rest: Vec<Entity> = es.iter().copied().filter(|&e| batched.contains(e)).collect();
+    assert_eq!(batched.despawn_batch([]), 0);
+    assert_eq!(batched.despawn_batch(rest[..3].iter().copied()), 3);
+    assert_eq!(batched.despawn_batch(rest[3..12].iter().copied()), 9);
+    assert_eq!(batched.despawn_batch(rest[12..].iter().copied()), rest.len() - 12);
+    assert!(batched.is_empty());
+    batched.check_invariants();
+    drop((batched, single));
+    assert_eq!(drops.load(Ordering::SeqCst), 400, "every value dropped once");
+}
+
+#[test]
+fn a_panicking_drop_stops_despawn_batch_after_that_entity() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let mut es: Vec<Entity> = (0..40).map(|_| world.spawn((Tracked::new(&drops),))).collect();
+    let bad = world.spawn((Tracked { drops: drops.clone(), panic: true }, Pos(0.0, 0.0)));
+    es.insert(20, bad);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.despawn_batch(es.iter().copied())
+    }));
+    assert!(result.is_err());
+    assert!(es[..=20].iter().all(|&e| !world.contains(e)), "those before and the bad one");
+    assert!(es[21..].iter().all(|&e| world.contains(e)), "those after stay");
+    assert_eq!(drops.load(Ordering::SeqCst), 21);
+    world.check_invariants();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 41);
+}
+
+#[test]
 fn duplicate_components_in_a_bundle_are_rejected() {
     let mut world = World::new();
     let err = world.try_spawn((Pos(0.0, 0.0), Pos(1.0, 1.0))).unwrap_err();
@@ -636,6 +715,8 @@ enum Op {
     /// Reserve `1 + k % 3` entities and give all but a third one the bundle of `m` through
     /// `spawn_reserved` (the third stays empty).
     SpawnReserved(u8, u32, u8),
+    /// Despawn `n % 24` known entities (repeats possible) picked from `i` on, in one batch.
+    DespawnBatch(usize, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -646,6 +727,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), any::<u8>()).prop_map(|(e, m)| Op::Remove(e, m)),
         2 => any::<usize>().prop_map(Op::Get),
         2 => (any::<u8>(), any::<u32>(), any::<u8>()).prop_map(|(m, v, k)| Op::SpawnReserved(m, v, k)),
+        1 => (any::<usize>(), any::<u8>()).prop_map(|(i, n)| Op::DespawnBatch(i, n)),
     ]
 }
 
@@ -729,6 +811,17 @@ proptest! {
                 Op::Despawn(i) if !known.is_empty() => {
                     let e = known[i % known.len()];
                     prop_assert_eq!(world.despawn(e).is_ok(), model.remove(&e).is_some());
+                }
+                Op::DespawnBatch(i, n) if !known.is_empty() => {
+                    // Every third pick repeats the one before: a repeat is skipped.
+                    let picks: Vec<Entity> = (0..usize::from(n) % 24)
+                        .map(|k| {
+                            let k = k - usize::from(k % 3 == 2);
+                            known[(i % known.len() + k * 31) % known.len()]
+                        })
+                        .collect();
+                    let expected = picks.iter().filter(|e| model.remove(e).is_some()).count();
+                    prop_assert_eq!(world.despawn_batch(picks), expected);
                 }
                 Op::Insert(i, m, v) if !known.is_empty() => {
                     let e = known[i % known.len()];
