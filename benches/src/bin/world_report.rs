@@ -22,7 +22,9 @@
 //! 16 KiB, and the report prints that figure so it can be checked.
 //!
 //! Orders are drawn from a seeded SplitMix64 written inline, so every library despawns the same
-//! entities in the same order.
+//! entities in the same order. `remove_10m` runs folio twice: one `World::despawn` at a time
+//! (`folio`, the peers' way) and the whole shuffled list through `World::despawn_batch`
+//! (`folio_batch`, what a game's buffered despawns get); the bar is checked for both.
 
 #![allow(dead_code)] // The components are payload: written, never read back.
 
