@@ -220,6 +220,11 @@ pub struct Mut<'w, T> {
     value: &'w mut T,
     changed: &'w mut u32,
     this_run: u32,
+    /// Whether `changed` already holds `this_run`: only the first write stamps it. Once the
+    /// item is inlined into a loop this flag is a constant, and a body that writes through
+    /// the item three times (`for k in 0..3 { p.0[k] += v.0[k] }`) stores the tick once
+    /// instead of three times (the compiler cannot tell the tick from the value apart).
+    stamped: bool,
 }
 
 impl<'w, T> Mut<'w, T> {
@@ -227,6 +232,7 @@ impl<'w, T> Mut<'w, T> {
     #[inline]
     pub fn set_changed(&mut self) {
         *self.changed = self.this_run;
+        self.stamped = true;
     }
 
     /// The value, mutably, without marking it changed (for writes no one should react to).
@@ -261,7 +267,9 @@ impl<T> Deref for Mut<'_, T> {
 impl<T> DerefMut for Mut<'_, T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
-        *self.changed = self.this_run;
+        if !self.stamped {
+            self.set_changed();
+        }
         self.value
     }
 }
@@ -370,7 +378,12 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
         // SAFETY: a live `T` and its tick, pointers with the columns' provenance; the query has
         // exclusive access to `T` and yields one item per entity (caller).
         unsafe {
-            Mut { value: &mut *value.cast::<T>(), changed: &mut *changed, this_run: fetch.this_run }
+            Mut {
+                value: &mut *value.cast::<T>(),
+                changed: &mut *changed,
+                this_run: fetch.this_run,
+                stamped: false,
+            }
         }
     }
 
@@ -384,6 +397,7 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
                 value: &mut *fetch.column.values.as_ptr().cast::<T>().add(table_row),
                 changed: &mut *fetch.column.changed.as_ptr().add(table_row),
                 this_run: fetch.this_run,
+                stamped: false,
             }
         }
     }

@@ -303,3 +303,42 @@ fn changes_are_right_after_the_tick_counter_wraps() {
     assert_eq!(ids(&mut deep_sleeper, &world), sorted(vec![old, new]));
     assert_eq!(ids(&mut busy, &world), []);
 }
+
+#[test]
+fn an_item_stamps_its_tick_on_the_first_write_and_keeps_it() {
+    let mut world = World::new();
+    let e = world.spawn((V::<0>(0),));
+    let mut changed = world.query_filtered::<Entity, Changed<V<0>>>();
+    let mut writer = world.query::<&mut V<0>>();
+    assert_eq!(ids(&mut changed, &world), vec![e], "added counts as changed");
+    assert!(ids(&mut changed, &world).is_empty());
+
+    world.increment_change_tick_mut();
+    let tick = world.change_tick();
+    for mut v in writer.iter_mut(&mut world) {
+        let before = v.last_changed();
+        assert_ne!(before, tick);
+        let read = v.0; // reading marks nothing
+        assert_eq!(v.last_changed(), before);
+        for k in 1..4 {
+            v.0 = read + k; // three writes through one item
+            assert_eq!(v.last_changed(), tick);
+        }
+    }
+    assert_eq!(world.get::<V<0>>(e), Some(&V(3)));
+    assert_eq!(ids(&mut changed, &world), vec![e]);
+
+    // `set_changed` alone marks it; `bypass_change_detection` writes without marking.
+    world.increment_change_tick_mut();
+    for mut v in writer.iter_mut(&mut world) {
+        v.bypass_change_detection().0 = 7;
+    }
+    assert!(ids(&mut changed, &world).is_empty());
+    world.increment_change_tick_mut();
+    for mut v in writer.iter_mut(&mut world) {
+        v.set_changed();
+        v.0 += 1;
+    }
+    assert_eq!(ids(&mut changed, &world), vec![e]);
+    assert_eq!(world.get::<V<0>>(e), Some(&V(8)));
+}
