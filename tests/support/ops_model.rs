@@ -383,11 +383,11 @@ impl Driver {
                 });
                 let step = self.step;
                 for c in self.model.values_mut() {
-                    if c[K_S].is_some() {
-                        if let Some(b) = &mut c[K_SBIG] {
-                            b.val.data ^= data;
-                            b.changed = step;
-                        }
+                    if c[K_S].is_some()
+                        && let Some(b) = &mut c[K_SBIG]
+                    {
+                        b.val.data ^= data;
+                        b.changed = step;
                     }
                 }
             }

@@ -126,12 +126,6 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryIter<'w, 's, D, F> {
     }
 }
 
-/// Marks the path that calls it as rarely taken (what `std::hint::cold_path` does from Rust
-/// 1.95, newer than this crate's minimum): a call to a `#[cold]` function is one.
-#[cold]
-#[inline(never)]
-fn cold_path() {}
-
 /// The entities of the smallest required sparse set: the fewest candidates to check.
 pub(crate) fn smallest_set<'w>(world: &'w World, matches: &Matches) -> &'w [Entity] {
     matches
@@ -237,7 +231,7 @@ impl<'w, D: QueryData, F: QueryFilter> Iterator for QueryIter<'w, '_, D, F> {
                 }
                 continue;
             }
-            cold_path();
+            std::hint::cold_path();
             let Cursor::Tables { ids } = &mut self.cursor else { return self.next_other() };
             let table = &self.world.tables()[ids.next()?.index()];
             // SAFETY: a matched table of this world; every term is table-stored (mode).

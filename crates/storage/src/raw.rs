@@ -423,10 +423,9 @@ impl Drop for RawBuf {
         self.free_heap();
         // A column's reservation goes to the spare list; any other releases itself here.
         if let Backing::Reserved(reservation) = std::mem::replace(&mut self.backing, Backing::None)
+            && self.column
         {
-            if self.column {
-                give_spare(*reservation, &self.source);
-            }
+            give_spare(*reservation, &self.source);
         }
     }
 }
