@@ -236,6 +236,9 @@ pub struct Table {
     /// Rows that fit in every column (entities, data, ticks) without growing: the smallest of
     /// their capacities. `len <= cap`.
     cap: usize,
+    /// Whether some column's type has a drop fn. Without one, removing a row cannot panic and
+    /// needs no unwind guard.
+    needs_drop: bool,
 }
 
 impl Table {
@@ -257,6 +260,7 @@ impl Table {
             columns: ids.iter().map(|&id| TableColumn::new(components, id, config)).collect(),
             entities: config.column_of::<Entity>(),
             cap: 0,
+            needs_drop: ids.iter().any(|&id| components.info(id).drop_fn().is_some()),
         }
         .with_capacity_recorded()
     }
@@ -496,6 +500,19 @@ impl Table {
         let len = self.len();
         assert!(row < len, "row {row} out of bounds (table of {len} rows)");
         let swapped_in = (row + 1 < len).then(|| self.entities()[len - 1]);
+        if !self.needs_drop {
+            for column in self.columns.iter_mut() {
+                // SAFETY: `row < len` in every column. No column's type has a drop fn, so the
+                // value at `row` needs no drop: forgetting it is dropping it.
+                unsafe {
+                    column.swap_remove_ticks(row);
+                    column.data.swap_remove_forget_unchecked(row);
+                }
+            }
+            // SAFETY: `row < len`; the column holds `Entity`s.
+            unsafe { swap_remove_entity(&mut self.entities, row) };
+            return swapped_in;
+        }
 
         /// Removes `row` from columns `next..`; if a component's drop panics, its own `Drop`
         /// (run while unwinding) carries on with the columns after it.

@@ -88,6 +88,45 @@ fn push_read_and_swap_remove() {
 }
 
 #[test]
+fn a_table_without_drop_fns_swap_removes_values_ticks_and_entities() {
+    let mut c = Components::new();
+    let p = c.register::<Pos>();
+    let a = c.register::<Aligned>();
+    let mut table = Table::new(&c, &[p, a]);
+    assert!(!table.needs_drop, "Pos and Aligned have no drop fn: the fast path is taken");
+    assert!(Table::new(&c, &[]).entities().is_empty());
+    for i in 0..6u32 {
+        let (pv, av) = (Pos(i as f32), Aligned(u64::from(i) * 10));
+        // SAFETY: `p` is read as a `Pos`, `a` as an `Aligned`; both are `Copy`, so reading
+        // them again is a move of a copy.
+        let row = unsafe {
+            table.push_row(entity(i), 100 + i, |id| {
+                if id == p { (&raw const pv).cast() } else { (&raw const av).cast() }
+            })
+        };
+        assert_eq!(row.unwrap(), i as usize);
+    }
+    assert_eq!(table.swap_remove_and_drop(1), Some(entity(5)));
+    assert_eq!(table.swap_remove_and_drop(4), None, "the last row moves nothing");
+    assert_eq!(table.swap_remove_and_drop(0), Some(entity(3)));
+    assert_eq!(table.entities(), &[entity(3), entity(5), entity(2)]);
+    assert_eq!(values::<Pos>(&table, p), &[Pos(3.0), Pos(5.0), Pos(2.0)]);
+    assert_eq!(values::<Aligned>(&table, a), &[Aligned(30), Aligned(50), Aligned(20)]);
+    for id in [p, a] {
+        let column = table.column(id).unwrap();
+        assert_eq!(column.data().len(), 3);
+        assert_eq!(column.added_ticks(), &[103, 105, 102]);
+        assert_eq!(column.changed_ticks(), &[103, 105, 102]);
+    }
+    let aligned = table.column(a).unwrap().data().as_ptr();
+    assert_eq!(aligned.as_ptr().addr() % 64, 0, "Aligned's column stays aligned");
+    while !table.is_empty() {
+        table.swap_remove_and_drop(0);
+    }
+    assert!(table.columns().iter().all(|c| c.data().is_empty() && c.changed_ticks().is_empty()));
+}
+
+#[test]
 fn a_panicking_drop_still_removes_the_row_everywhere() {
     let (c, t, p) = setup();
     let drops = Arc::new(AtomicUsize::new(0));
