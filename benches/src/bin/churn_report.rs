@@ -14,7 +14,9 @@
 //! - `hecs`: plain loops (`query_mut`, `World::despawn`, `World::spawn`).
 //!
 //! The libraries run one after the other, in a rotated order each round (`--rounds N`, default
-//! 3), each in a world built untimed. Run with
+//! 3), each in a world built untimed. Each round also gives its own median frame per library;
+//! the spread of folio's per-round ratio to the fastest peer shows how much of a figure is the
+//! machine (on a shared VM it has moved by a third between rounds). Run with
 //! `cargo run --profile bench -p folio-benches --bin churn_report [-- --rounds N]`.
 
 use std::hint::black_box;
@@ -234,7 +236,10 @@ fn main() {
     });
     let names = ["folio", "folio_exclusive", "bevy", "hecs", "shipyard"];
     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
+    // Per round, each library's median frame.
+    let mut round_medians: Vec<Vec<u64>> = Vec::with_capacity(rounds);
     for round in 0..rounds {
+        let mut medians = vec![0; names.len()];
         for k in 0..names.len() {
             let which = (k + round) % names.len();
             let times = match names[which] {
@@ -244,8 +249,12 @@ fn main() {
                 "hecs" => run_hecs(),
                 _ => run_shipyard(),
             };
+            let mut sorted = times.clone();
+            sorted.sort_unstable();
+            medians[which] = percentile(&sorted, 0.5);
             samples[which].extend(times);
         }
+        round_medians.push(medians);
     }
     let stats: Vec<(u64, u64, u64)> = samples
         .iter_mut()
@@ -272,5 +281,14 @@ fn main() {
             p99 as f64 / median as f64,
             median as f64 / fastest_peer as f64
         );
+    }
+    println!("\nPer round, median frame / the round's fastest peer median:\n");
+    println!("| round | {} |", names.join(" | "));
+    println!("| --- |{}", " ---: |".repeat(names.len()));
+    for (round, medians) in round_medians.iter().enumerate() {
+        let fastest = medians[2..].iter().copied().min().unwrap();
+        let ratios: Vec<String> =
+            medians.iter().map(|&m| format!("{:.2}", m as f64 / fastest as f64)).collect();
+        println!("| {round} | {} |", ratios.join(" | "));
     }
 }
