@@ -57,6 +57,18 @@ impl SparseArray {
         page[index % PAGE_LEN] = dense;
     }
 
+    /// Sets the entry of an index whose page exists (one [`Self::get`] found, or one set
+    /// before): no page to grow or allocate.
+    ///
+    /// # Panics
+    /// When the page does not exist.
+    #[inline]
+    fn set_on_page(&mut self, index: u32, dense: u32) {
+        let index = index as usize;
+        let page = self.pages[index / PAGE_LEN].as_mut().expect("the index's page exists");
+        page[index % PAGE_LEN] = dense;
+    }
+
     /// Pages allocated so far.
     fn page_count(&self) -> usize {
         self.pages.iter().filter(|p| p.is_some()).count()
@@ -72,6 +84,10 @@ pub struct ComponentSparseSet {
     added: Column,
     /// The tick each value was last changed at (`u32`s, parallel to `entities`).
     changed: Column,
+    /// Entities that fit in every dense column (entities, data, ticks) without growing: the
+    /// smallest of their capacities, so making room for one is a single comparison.
+    /// `len <= cap`.
+    cap: usize,
 }
 
 impl ComponentSparseSet {
@@ -103,6 +119,7 @@ impl ComponentSparseSet {
             data: unsafe { config.column(layout, drop) },
             added: config.column_of::<u32>(),
             changed: config.column_of::<u32>(),
+            cap: 0,
         }
     }
 
@@ -210,7 +227,28 @@ impl ComponentSparseSet {
 
     /// Makes room for `additional` more entities; on error nothing changes (some columns may
     /// have committed more memory, which is harmless).
+    #[inline]
     pub fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
+        if additional <= self.cap - self.len() {
+            return Ok(());
+        }
+        self.grow(additional)
+    }
+
+    #[cold]
+    fn grow(&mut self, additional: usize) -> Result<(), StorageError> {
+        // Recomputed on every exit: a column that grew before another failed keeps its room.
+        let result = self.grow_columns(additional);
+        self.cap = self
+            .entities
+            .capacity()
+            .min(self.data.capacity())
+            .min(self.added.capacity())
+            .min(self.changed.capacity());
+        result
+    }
+
+    fn grow_columns(&mut self, additional: usize) -> Result<(), StorageError> {
         self.entities.try_reserve(additional).map_err(|_| StorageError::CapacityExceeded {
             capacity: self.entities.len(),
             requested: self.entities.len().saturating_add(additional),
@@ -257,11 +295,11 @@ impl ComponentSparseSet {
         self.try_reserve(1)?;
         // SAFETY:
         // - room for one item was reserved in every column above.
-        // - `src` is a valid value of the set's type (caller); the ticks are `u32`s on the stack.
+        // - `src` is a valid value of the set's type (caller); the tick columns hold `u32`s.
         unsafe {
             self.data.push_unchecked(src);
-            self.added.push_unchecked((&tick as *const u32).cast());
-            self.changed.push_unchecked((&tick as *const u32).cast());
+            push_tick(&mut self.added, tick);
+            push_tick(&mut self.changed, tick);
         }
         self.entities.push(entity);
         self.sparse.set(entity.index(), dense);
@@ -292,19 +330,23 @@ impl ComponentSparseSet {
     }
 
     /// Swap-removes `entity` from the entity list, the ticks and the sparse array (not the data).
+    #[inline]
     fn unlink(&mut self, entity: Entity) -> Option<usize> {
         let dense = self.dense_index(entity)?;
         self.entities.swap_remove(dense);
-        // SAFETY: `dense < len` in the tick columns too (the set's invariant); `u32`s need no
-        // drop.
-        unsafe {
-            self.added.swap_remove_and_drop_unchecked(dense);
-            self.changed.swap_remove_and_drop_unchecked(dense);
+        for column in [&mut self.added, &mut self.changed] {
+            // SAFETY: the tick columns were built with `Column::of::<u32>()`.
+            let ticks = unsafe { column.as_mut_slice::<u32>() };
+            let last = ticks.len() - 1;
+            ticks[dense] = ticks[last];
+            // SAFETY: `last < len <= capacity`; `u32`s need no drop.
+            unsafe { column.set_len(last) };
         }
+        // Both the entity's index and the moved one's have pages: each was found or set.
         if let Some(&moved) = self.entities.get(dense) {
-            self.sparse.set(moved.index(), dense as u32);
+            self.sparse.set_on_page(moved.index(), dense as u32);
         }
-        self.sparse.set(entity.index(), EMPTY);
+        self.sparse.set_on_page(entity.index(), EMPTY);
         Some(dense)
     }
 
@@ -328,6 +370,22 @@ impl ComponentSparseSet {
         self.added.clear();
         self.changed.clear();
         self.data.clear();
+    }
+}
+
+/// Appends `tick` to a tick column: a typed store, where [`Column::push_unchecked`] would
+/// copy through the column's item size.
+///
+/// # Safety
+/// - `column` holds `u32`s, and `len < capacity`.
+#[inline]
+unsafe fn push_tick(column: &mut Column, tick: u32) {
+    let len = column.len();
+    // SAFETY: `len < capacity` (caller): the slot lies inside the buffer, holds no live value
+    // and is aligned for `u32`, the column's type; then `[0, len + 1)` is initialised.
+    unsafe {
+        column.get_unchecked(len).cast::<u32>().write(tick);
+        column.set_len(len + 1);
     }
 }
 

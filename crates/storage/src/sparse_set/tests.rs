@@ -157,3 +157,40 @@ fn ticks_follow_values() {
     s.clear();
     assert!(s.added_ticks().is_empty() && s.changed_ticks().is_empty());
 }
+
+#[test]
+fn an_exhausted_reservation_fails_the_insert_and_the_set_keeps_working() {
+    // One 4 KiB page per column: 512 `u64` values, 1,024 ticks.
+    let config = StorageConfig::new().with_reserve_bytes(4096);
+    // SAFETY: the layout and drop fn are `u64`'s (none), a `Send + Sync` type.
+    let mut s = unsafe { ComponentSparseSet::with_config(Layout::new::<u64>(), None, &config) };
+    let put = |s: &mut ComponentSparseSet, index: u32, tick: u32| {
+        let value = u64::from(index) * 3;
+        // SAFETY: a `u64` on the stack, copied in (it needs no drop).
+        unsafe { s.insert(e(index, 1), (&raw const value).cast(), tick) }
+    };
+    let mut room = 0;
+    while put(&mut s, room, room).is_ok() {
+        room += 1;
+        assert!(s.cap >= s.len() && s.cap <= s.column().capacity(), "cap at {room}");
+    }
+    assert_eq!(room, 512, "the values' page holds 512");
+    let err = put(&mut s, 9_999, 1).unwrap_err();
+    assert!(matches!(err, StorageError::CapacityExceeded { .. }), "{err:?}");
+    assert_eq!(s.len(), 512, "the failed insert changed nothing");
+    assert!(!s.contains(e(9_999, 1)));
+    assert_eq!(s.try_reserve(1).map_err(|_| ()), Err(()), "still full");
+    // A removal makes room again, without another grow.
+    assert!(s.remove_and_drop(e(7, 1)));
+    assert_eq!(s.entities()[7], e(511, 1), "the last entry moved into the hole");
+    assert_eq!(s.added_ticks()[7], 511);
+    put(&mut s, 9_999, 1).unwrap();
+    assert_eq!(s.dense_index(e(9_999, 1)), Some(511));
+    assert_eq!(s.dense_index(e(511, 1)), Some(7));
+    // SAFETY: the column holds `u64`s.
+    let values = unsafe { s.column().as_slice::<u64>() };
+    for (i, entity) in s.entities().iter().enumerate() {
+        assert_eq!(values[i], u64::from(entity.index()) * 3, "value of {entity:?}");
+        assert_eq!(s.dense_index(*entity), Some(i));
+    }
+}
