@@ -128,8 +128,8 @@ impl TableColumn {
         //   both columns hold `u32`s (built with `Column::of::<u32>()`), so the slots are
         //   aligned for them.
         unsafe {
-            self.added.get_unchecked(row).cast::<u32>().as_ptr().write(added);
-            self.changed.get_unchecked(row).cast::<u32>().as_ptr().write(changed);
+            tick_slot(&self.added, row).write(added);
+            tick_slot(&self.changed, row).write(changed);
         }
     }
 
@@ -143,7 +143,7 @@ impl TableColumn {
             // SAFETY: `start <= capacity` (caller): the pointer is inside the buffer, or one
             // past its end when `n == 0`; the items are `u32`s (built with
             // `Column::of::<u32>()`), so it is aligned for them.
-            let first = unsafe { column.get_unchecked(start) }.cast::<u32>().as_ptr();
+            let first = unsafe { tick_slot(column, start) };
             for i in 0..n {
                 // SAFETY: `start + i < start + n <= capacity` (caller). The slots are past the
                 // column's length, possibly uninitialised, so they are written through the raw
@@ -167,8 +167,15 @@ impl TableColumn {
         }
     }
 
-    fn ticks(&self, row: usize) -> (u32, u32) {
-        (self.added_ticks()[row], self.changed_ticks()[row])
+    /// The added and changed ticks of row `row`.
+    ///
+    /// # Safety
+    /// - `row < len`.
+    #[inline]
+    unsafe fn ticks(&self, row: usize) -> (u32, u32) {
+        debug_assert!(row < self.added.len() && row < self.changed.len());
+        // SAFETY: `row < len` (caller): a live `u32` in each tick column.
+        unsafe { (tick_slot(&self.added, row).read(), tick_slot(&self.changed, row).read()) }
     }
 
     /// Moves the ticks of the last row into `row` and drops the last row from both tick columns.
@@ -178,14 +185,30 @@ impl TableColumn {
     #[inline]
     unsafe fn swap_remove_ticks(&mut self, row: usize) {
         for column in [&mut self.added, &mut self.changed] {
-            // SAFETY: the tick columns were built with `Column::of::<u32>()`.
-            let ticks = unsafe { column.as_mut_slice::<u32>() };
-            let last = ticks.len() - 1;
-            ticks[row] = ticks[last];
-            // SAFETY: `last < len <= capacity`; `u32`s need no drop.
-            unsafe { column.set_len(last) };
+            debug_assert!(row < column.len());
+            let last = column.len() - 1;
+            // SAFETY: `row <= last < len` (caller): both slots hold live `u32`s (copying a slot
+            // onto itself is a no-op); `u32`s need no drop, so the last one is simply dropped
+            // from the length.
+            unsafe {
+                tick_slot(column, row).write(tick_slot(column, last).read());
+                column.set_len(last);
+            }
         }
     }
+}
+
+/// A pointer to slot `row` of a tick column: a `u32` offset, where [`Column::get_unchecked`]
+/// would multiply by the item size it reads from the column.
+///
+/// # Safety
+/// - `column` was built with `Column::of::<u32>()`, and `row <= capacity`.
+#[inline(always)]
+unsafe fn tick_slot(column: &Column, row: usize) -> *mut u32 {
+    debug_assert!(row <= column.capacity());
+    // SAFETY: `row <= capacity` (caller): inside the buffer or one past its end; the column's
+    // items are `u32`s, so the offset is one of `row` items and the result is aligned.
+    unsafe { column.as_ptr().cast::<u32>().as_ptr().add(row) }
 }
 
 /// How one table's columns map onto another's, computed once per archetype-graph edge so that
@@ -647,7 +670,8 @@ impl Table {
                 // The value's ownership passes to `taken` (caller's contract).
                 taken(i, src);
             } else {
-                let (added, changed) = column.ticks(row);
+                // SAFETY: `row < len` (caller).
+                let (added, changed) = unsafe { column.ticks(row) };
                 // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::new`).
                 let target = unsafe { dst.columns.get_unchecked_mut(d as usize) };
                 // SAFETY:
