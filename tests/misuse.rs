@@ -482,43 +482,58 @@ fn reservation_exhausted() {
     assert_eq!(drops.count(), 4);
 }
 
-/// A component aligned beyond a page, which no reservation can hold.
+/// A component aligned beyond a page: its column's reservation starts on a page, so the items
+/// start at the first multiple of 8 KiB in it.
 #[repr(align(8192))]
 struct OverAligned(Tracked);
 
+/// The same, stored in a sparse set.
+#[repr(align(8192))]
+struct OverAlignedInSet(Tracked);
+
 #[test]
-fn component_aligned_beyond_a_page() {
+fn components_aligned_beyond_a_page_live_in_reservations_aligned() {
     let drops = Drops::default();
     let mut world = world();
-    let keep = world.spawn((Val(1),));
-    // The first few fit in the column's small heap phase; once the column would move into a
-    // reservation, spawning fails with a typed error and drops the bundle.
-    let mut spawned = Vec::new();
-    let err = loop {
-        match world.try_spawn((OverAligned(drops.make(spawned.len() as u32)), Val(7))) {
-            Ok(e) => spawned.push(e),
-            Err(err) => break err,
-        }
-        assert!(spawned.len() < 64, "a reservation accepted an alignment beyond a page");
-    };
-    assert!(matches!(err, EntityError::Storage(StorageError::Alignment { align: 8192, .. })));
-    assert!(err.to_string().contains("alignment 8192"), "{err}");
-    assert_eq!(drops.count(), 1);
-    // The same through insert, which would move the row: refused, the entity unchanged.
-    let err = world.insert(keep, (OverAligned(drops.make(99)),)).unwrap_err();
-    assert!(matches!(err, EntityError::Storage(StorageError::Alignment { .. })), "{err}");
-    assert_eq!(drops.count(), 2);
-    assert_eq!(world.get::<Val>(keep), Some(&Val(1)));
-    assert!(!world.has::<OverAligned>(keep));
+    world.register_component::<OverAlignedInSet>(StorageType::SparseSet).unwrap();
+    let aligned = |p: *const u8| p.addr().is_multiple_of(8192);
+    // Two 8 KiB items fit in a column's heap phase (16 KiB); the third moves the column into a
+    // reservation, and 100 commit it several times.
+    let spawned: Vec<Entity> =
+        (0..100).map(|i| world.spawn((OverAligned(drops.make(i)), Val(i)))).collect();
+    // Inserts move rows into a new table, whose column also leaves the heap; the sparse set's
+    // values move into their own reservation.
+    let keep = world.spawn((Val(1000),));
+    for (i, &e) in spawned.iter().enumerate().step_by(3) {
+        world.insert(e, (Other(drops.make(200 + i as u32)),)).unwrap();
+        world.insert(e, (OverAlignedInSet(drops.make(400 + i as u32)),)).unwrap();
+    }
+    world.insert(keep, (OverAligned(drops.make(999)),)).unwrap();
     for (i, &e) in spawned.iter().enumerate() {
         let value = world.get::<OverAligned>(e).unwrap();
         assert_eq!(value.0.id, i as u32);
-        assert_eq!(value as *const OverAligned as usize % 8192, 0);
+        assert!(aligned((value as *const OverAligned).cast()), "row of {e:?}");
+        assert_eq!(world.get::<Val>(e), Some(&Val(i as u32)));
+        if i % 3 == 0 {
+            let in_set = world.get::<OverAlignedInSet>(e).unwrap();
+            assert_eq!(in_set.0.id, 400 + i as u32);
+            assert!(aligned((in_set as *const OverAlignedInSet).cast()), "set value of {e:?}");
+        }
+    }
+    assert_eq!(world.get::<OverAligned>(keep).unwrap().0.id, 999);
+    // Removing moves rows back; despawning swap-removes across the reservation.
+    let taken = world.remove::<(OverAligned,)>(spawned[3]).unwrap();
+    assert_eq!(taken.0.0.id, 3);
+    drop(taken);
+    for &e in spawned.iter().skip(50) {
+        world.despawn(e).unwrap();
     }
     world.check_invariants();
-    let n = spawned.len();
+    // The removed value, then the 50 despawned `OverAligned`s and the 17 `Other`s and 17
+    // `OverAlignedInSet`s among them (every third entity from 51 on).
+    assert_eq!(drops.count(), 1 + 50 + 17 + 17);
     drop(world);
-    assert_eq!(drops.count(), 2 + n);
+    assert_eq!(drops.count(), 100 + 1 + 34 + 34, "each value dropped once");
 }
 
 // ----- panicking drops -----

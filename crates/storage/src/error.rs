@@ -41,13 +41,6 @@ pub enum StorageError {
         /// The item count that was asked for.
         requested: usize,
     },
-    /// An item's alignment is larger than a page, which a reservation cannot guarantee.
-    Alignment {
-        /// The item's alignment.
-        align: usize,
-        /// The page size.
-        page_size: usize,
-    },
 }
 
 impl fmt::Display for StorageError {
@@ -64,9 +57,6 @@ impl fmt::Display for StorageError {
             }
             Self::CapacityExceeded { capacity, requested } => {
                 write!(f, "reservation exhausted: room for {capacity} items, {requested} requested")
-            }
-            Self::Alignment { align, page_size } => {
-                write!(f, "alignment {align} is larger than the page size {page_size}")
             }
         }
     }

@@ -23,6 +23,9 @@
 //!   items therefore start at a different cache-line offset inside the first page of its
 //!   reservation (a multiple of the item alignment, below one page; the reservation is one page
 //!   larger, so the capacity is unchanged).
+//! - **Alignment past a page.** A reservation starts on a page, so items aligned more strictly
+//!   start at the first multiple of their alignment in it; the reservation (a column's or a
+//!   `VirtualVec`'s) is larger by the alignment less one page, so the capacity is unchanged.
 //! - **Reuse.** A dropped column hands its reservation, with up to [`SPARE_KEEP_BYTES`] still
 //!   committed, to a small process-wide list (at most [`SPARE_MAX`] reservations and
 //!   [`SPARE_TOTAL_BYTES`] committed in all) instead of unmapping it; the next column that needs
@@ -345,24 +348,35 @@ impl RawBuf {
 
     fn move_to_reservation(&mut self, len: usize, needed_bytes: usize) -> Result<(), StorageError> {
         let page_size = self.source.page_size();
-        if self.item.align() > page_size {
-            return Err(StorageError::Alignment { align: self.item.align(), page_size });
-        }
-        let (mut reservation, offset) = if self.column {
+        let align = self.item.align();
+        // A reservation starts on a page. An item aligned past a page starts at the first
+        // multiple of its alignment in it, at most `align - page_size` bytes in: reserve those
+        // on top.
+        let align_slack = align.saturating_sub(page_size);
+        // A multiple of the alignment below one page (so 0 for an alignment past a page).
+        let colour = if self.column { next_colour(page_size, align) } else { 0 };
+        let too_big =
+            || StorageError::CapacityExceeded { capacity: self.max_capacity(), requested: len };
+        let mut reservation = if self.column {
             // One page more, so the coloured start leaves `max_bytes` for the items.
-            let reserved = self.max_bytes.checked_add(page_size).ok_or_else(|| {
-                StorageError::CapacityExceeded { capacity: self.max_capacity(), requested: len }
-            })?;
-            let reserved = reserved.next_multiple_of(page_size);
-            let offset = next_colour(page_size, self.item.align());
-            let r = match take_spare(&self.source, reserved, needed_bytes + offset) {
+            let reserved = self
+                .max_bytes
+                .checked_add(page_size + align_slack)
+                .ok_or_else(too_big)?
+                .next_multiple_of(page_size);
+            match take_spare(&self.source, reserved, needed_bytes + colour) {
                 Some(r) => r,
                 None => Reservation::new(Arc::clone(&self.source), reserved)?,
-            };
-            (r, offset)
+            }
         } else {
-            (Reservation::new(Arc::clone(&self.source), self.max_bytes)?, 0)
+            let reserved = self.max_bytes.checked_add(align_slack).ok_or_else(too_big)?;
+            Reservation::new(Arc::clone(&self.source), reserved)?
         };
+        // The items start at the first multiple of their alignment from the colour on: the
+        // colour itself (the start is page aligned) unless the alignment is larger than a page.
+        let base = reservation.as_ptr().as_ptr().addr();
+        let offset = (base + colour).next_multiple_of(align) - base;
+        debug_assert!(offset <= colour.max(align_slack) && (base + offset).is_multiple_of(align));
         let target = (needed_bytes + offset).max(page_size).min(reservation.reserved_bytes());
         if let Err(e) = reservation.commit_to(target) {
             if self.column {
@@ -370,7 +384,9 @@ impl RawBuf {
             }
             return Err(e);
         }
-        // SAFETY: `offset` is below one page, inside the committed prefix (at least a page).
+        // SAFETY: `offset < needed_bytes + offset <= target` (`needed_bytes > 0`, and the
+        // reservation holds `max_bytes + offset >= needed_bytes + offset`): inside the committed
+        // prefix.
         let new = unsafe { reservation.as_ptr().add(offset) };
         if let Backing::Heap = self.backing {
             // SAFETY:

@@ -50,6 +50,11 @@ pub(crate) struct Align64(pub(crate) u64);
 #[repr(align(4096))]
 pub(crate) struct Align4096(pub(crate) u64);
 
+/// A value aligned past a page (two 4 KiB pages).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(align(8192))]
+pub(crate) struct Align8192(pub(crate) u64);
+
 /// A value larger than a page.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Big(pub(crate) [u64; 700]);

@@ -1,7 +1,8 @@
 use std::mem::MaybeUninit;
 
 use super::*;
-use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
+use crate::StorageConfig;
+use crate::test_util::{Align64, Align4096, Align8192, Big, Counter, MIRI, Tracked, expect_panic};
 use crate::vm::FaultyPages;
 
 fn push<T>(column: &mut Column, value: T) {
@@ -169,6 +170,24 @@ fn zst_over_aligned_and_big_items() {
     assert!(p.is_reserved(), "past 4 pages it moved into a page-aligned reservation");
     assert!((0..8).all(|r| (p.get(r).unwrap().as_ptr() as usize).is_multiple_of(4096)));
     assert_eq!(values::<Align4096>(&p)[7], Align4096(7));
+
+    // Past a page: the reservation starts on a page, the items on the next multiple of 8 KiB;
+    // the slack is reserved on top, so exactly the configured bytes hold items.
+    let config = StorageConfig::new().with_reserve_bytes(64 * 8192);
+    let mut q = config.column_of::<Align8192>();
+    for i in 0..64 {
+        push(&mut q, Align8192(i));
+    }
+    assert!(q.is_reserved());
+    assert!((0..64).all(|r| (q.get(r).unwrap().as_ptr() as usize).is_multiple_of(8192)));
+    assert_eq!(values::<Align8192>(&q), (0..64).map(Align8192).collect::<Vec<_>>());
+    assert_eq!(q.max_capacity(), 64);
+    let extra = MaybeUninit::new(Align8192(64));
+    // SAFETY: the column holds `Align8192`s; on error the value stays ours (it needs no drop).
+    let err = unsafe { q.try_push(extra.as_ptr().cast()) }.unwrap_err();
+    assert!(matches!(err, StorageError::CapacityExceeded { .. }), "{err}");
+    assert_eq!(take::<Align8192>(&mut q, 0), Align8192(0));
+    assert_eq!(values::<Align8192>(&q)[0], Align8192(63));
 
     let mut big = Column::of::<Big>();
     for i in 0..10 {

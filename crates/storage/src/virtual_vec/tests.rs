@@ -3,7 +3,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
-use crate::test_util::{Align64, Align4096, Big, Counter, MIRI, Tracked, expect_panic};
+use crate::test_util::{Align64, Align4096, Align8192, Big, Counter, MIRI, Tracked, expect_panic};
 use crate::vm::{FaultyPages, HUGE_PAGES_FROM, HeapPages, OsPagesWith, default_source};
 
 #[test]
@@ -229,6 +229,15 @@ fn over_aligned_elements() {
     }
     assert!(p.iter().all(|a| (a as *const Align4096 as usize).is_multiple_of(4096)));
     assert_eq!(p[9], Align4096(9));
+
+    // Past a page: every slot of the reservation's capacity, no more, is usable and aligned.
+    let mut q = VirtualVec::with_max_capacity(16);
+    for i in 0..16 {
+        q.push(Align8192(i));
+    }
+    assert!(q.iter().all(|a| (a as *const Align8192 as usize).is_multiple_of(8192)));
+    assert_eq!(q[15], Align8192(15));
+    assert_eq!(q.try_push(Align8192(16)).unwrap_err().value, Align8192(16));
 }
 
 #[test]
