@@ -491,7 +491,9 @@ impl World {
     }
 
     /// Hands out an entity id through `&self` (usable from parallel systems); it is spawned,
-    /// with no components, at the next [`World::flush`] (every mutating method flushes first).
+    /// with no components, at the next [`World::flush`]. Every mutating method flushes first,
+    /// except [`World::despawn`] (which needs no flush) and [`World::spawn_reserved`] of the
+    /// oldest pending reservation (which spawns just that one, straight into its table).
     #[inline]
     pub fn reserve_entity(&self) -> Entity {
         self.entities.reserve()
@@ -565,12 +567,43 @@ impl World {
     /// a spawn's is. An entity that has components already gets an ordinary insert. How
     /// `Commands::spawn` makes its entities.
     ///
+    /// An entity that is the oldest pending reservation (as each is, when a buffer spawns its
+    /// reserved entities in order) is not flushed into the empty archetype first: it becomes
+    /// alive in its table's row.
+    ///
     /// On error nothing changed (the entity stays, empty) and the bundle is dropped.
     pub fn spawn_reserved<B: Bundle>(
         &mut self,
         entity: Entity,
         bundle: B,
     ) -> Result<(), EntityError> {
+        if self.entities.front_reserved() == Some(entity)
+            && let Ok(b) = self.bundle_id::<B>()
+        {
+            let plan = self.spawn_plan(b);
+            let (archetype, table) = (plan.archetype, plan.table);
+            if let Some(plan) = self.spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
+                let tick = self.change_tick();
+                let spawned = spawn_in(
+                    &mut self.entities,
+                    &mut self.tables[table.index()],
+                    &mut self.archetypes[archetype.index()],
+                    plan,
+                    bundle,
+                    tick,
+                    |entities, location| {
+                        let front = entities.flush_front(location)?;
+                        debug_assert_eq!(front, entity);
+                        Ok(front)
+                    },
+                );
+                if spawned.is_err() {
+                    // As on the other path: the entity stays, empty.
+                    self.flush();
+                }
+                return spawned.map(drop);
+            }
+        }
         self.flush();
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
@@ -695,9 +728,19 @@ impl World {
     ///
     /// If a component's `Drop` panics, the entity is still gone and every other component is
     /// still dropped before the panic continues.
+    ///
+    /// Reserved entities stay pending unless `entity` is one of them: a despawn needs no flush,
+    /// so a buffer of despawns followed by spawns of reserved entities places each of those
+    /// straight into its table ([`World::spawn_reserved`]).
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
-        self.flush();
-        let loc = self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let loc = match self.entities.free(entity) {
+            Some(loc) => loc,
+            None if self.entities.has_reserved() => {
+                self.flush_reserved();
+                self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?
+            }
+            None => return Err(EntityError::NoSuchEntity(entity)),
+        };
         // A despawn at a random row misses the cache in every column, the archetype's list and
         // the moved entity's meta; start all those loads now so they overlap.
         let table = &self.tables[loc.table_id as usize];

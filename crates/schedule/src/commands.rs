@@ -182,6 +182,11 @@ impl CommandQueue {
 
     /// Applies every command in order, emptying the buffer (and keeping its capacity).
     ///
+    /// Its spawns place their entities straight into their tables when they are the oldest
+    /// pending reservations ([`World::spawn_reserved`]); ids reserved elsewhere and not
+    /// spawned by this buffer stay reserved until the world's next flush (a `Schedule`
+    /// flushes after applying its buffers).
+    ///
     /// If a command panics (a custom closure, or a component's `Drop` run by a replace or a
     /// despawn), the rest of the buffer is thrown away as by [`CommandQueue::discard`] (the
     /// panicking spawn's entity too), then the panic continues: nothing is left half-made.
@@ -190,11 +195,9 @@ impl CommandQueue {
         let mut bytes = mem::take(&mut self.bytes);
         let base = bytes.as_mut_ptr();
         let mut next = 0;
-        // The first commands' metas are not prefetched ahead of them; flushing first gives
-        // reserved (spawned) entities their metas, so the look-ahead can read them.
-        if !commands.is_empty() {
-            world.flush();
-        }
+        // Reserved entities are not flushed first: a spawn of the oldest pending one places it
+        // straight into its table (`World::spawn_reserved`), and despawns need no flush. (The
+        // look-ahead below reads a pending entity's meta only once it exists.)
         while let Some(&command) = commands.get(next) {
             next += 1;
             prefetch_ahead(&commands, next, world);
@@ -443,6 +446,36 @@ mod tests {
         });
         commands.insert(spawned[2], (3u64,));
         spawned
+    }
+
+    #[test]
+    fn despawns_then_spawns_place_the_spawned_straight_into_their_table() {
+        let (drops, mut world, mut queue) = setup();
+        let mut stats = CommandStats::default();
+        let old: Vec<_> = (0..4u8).map(|i| world.spawn((Aligned([i; 3]),))).collect();
+        let mut commands = Commands::new(&mut queue, &world);
+        for &e in &old[..3] {
+            commands.despawn(e);
+        }
+        let spawned: Vec<_> = (0..3u8)
+            .map(|i| commands.spawn((Counted(drops.clone()), Aligned([10 + i; 3]))))
+            .collect();
+        queue.apply(&mut world, &mut stats);
+        assert_eq!((stats.applied, stats.skipped), (6, 0));
+        // Each spawn was of the oldest pending reservation: none went through the empty
+        // archetype, and the indices the despawns freed wait for the next reservations.
+        let empty = world.archetypes()[folio_query::ArchetypeId::EMPTY.index()].len();
+        assert_eq!(empty, 0);
+        assert_eq!(world.len(), 4);
+        for (i, &e) in spawned.iter().enumerate() {
+            assert_eq!(world.get::<Aligned>(e), Some(&Aligned([10 + i as u8; 3])));
+        }
+        assert!(old[..3].iter().all(|&e| !world.contains(e)));
+        world.check_invariants();
+        let next = world.spawn((Aligned([0; 3]),));
+        assert_eq!(next.index(), old[0].index(), "freed during the apply, reused after it");
+        drop(world);
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
     }
 
     #[test]

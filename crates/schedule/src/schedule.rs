@@ -517,6 +517,9 @@ impl Schedule {
             }
         }
         self.stats = stats;
+        // Entities reserved and not spawned by a buffer (a system's `World::reserve_entity`)
+        // exist, empty, from here on, as after any sync point.
+        world.flush();
         first_panic.map_or(Ok(()), Err)
     }
 

@@ -158,14 +158,20 @@ struct EntityMeta {
 /// - Freeing bumps the slot's generation; a slot freed at generation `u32::MAX` retires for good,
 ///   so no `(index, generation)` pair is ever handed out twice.
 /// - [`Self::reserve`] hands out ids through `&self` (one atomic counter) from any number of
-///   threads; [`Self::flush`] makes them alive later. [`Self::alloc`], [`Self::free`] and
-///   [`Self::clear`] panic while reservations are pending: flush reserved entities first.
+///   threads; [`Self::flush`] makes them alive later, all at once, or
+///   [`Self::flush_front`] one at a time. [`Self::alloc`] and [`Self::clear`] panic while
+///   reservations are pending: flush reserved entities first. [`Self::free`] works meanwhile:
+///   an index it frees joins the freelist once no reservation is pending.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
     metas: Metas,
     /// Free, non-retired indices, oldest first; each `metas[i]` has `alive == false`. Taken from
     /// the front, pushed at the back (FIFO).
     free: VecDeque<u32>,
+    /// Indices freed while reservations were pending, oldest first: they join the back of
+    /// `free` when the last pending reservation is flushed (appending them earlier would change
+    /// which index a pending reservation stands for).
+    freed_while_reserved: Vec<u32>,
     /// Ids reserved since the last flush. The `k`-th is `free[k]` while `k < free.len()`, then
     /// the new index `metas.len() + k - free.len()`. At rest (no `reserve` running)
     /// `metas.len() + reserved.saturating_sub(free.len()) <= max_len`; a failing `try_reserve`
@@ -201,7 +207,14 @@ impl Entities {
 
     fn from_metas(metas: Metas, max_entities: u32) -> Self {
         let max_len = metas.max_capacity().min(max_entities as usize).min(u32::MAX as usize);
-        Self { metas, free: VecDeque::new(), reserved: AtomicUsize::new(0), len: 0, max_len }
+        Self {
+            metas,
+            free: VecDeque::new(),
+            freed_while_reserved: Vec::new(),
+            reserved: AtomicUsize::new(0),
+            len: 0,
+            max_len,
+        }
     }
 
     /// The number of live entities (reserved-but-unflushed ones not included).
@@ -297,19 +310,21 @@ impl Entities {
     /// alive.
     ///
     /// The slot's generation is bumped and its index goes to the back of the freelist; a slot
-    /// whose generation is `u32::MAX` retires instead: it is never handed out again.
-    ///
-    /// # Panics
-    /// When reservations are pending (flush reserved entities first).
+    /// whose generation is `u32::MAX` retires instead: it is never handed out again. While
+    /// reservations are pending the index waits, and joins the freelist after them when the
+    /// last one is flushed (so a pending reservation keeps the index it was given).
     pub fn free(&mut self, entity: Entity) -> Option<EntityLocation> {
-        self.assert_no_pending("free");
         let meta = self.metas.get_mut(entity.index as usize)?;
         if !meta.alive || meta.generation != entity.generation {
             return None;
         }
         let location = meta.location;
         if Self::release(meta) {
-            self.free.push_back(entity.index);
+            if *self.reserved.get_mut() == 0 {
+                self.free.push_back(entity.index);
+            } else {
+                self.freed_while_reserved.push(entity.index);
+            }
         }
         self.len -= 1;
         Some(location)
@@ -502,6 +517,66 @@ impl Entities {
             *self.reserved.get_mut() -= 1;
             self.len += 1;
             init(Entity { index, generation: meta.generation }, &mut meta.location);
+        }
+        self.release_freed_while_reserved();
+    }
+
+    /// The id the next flush materialises first (the oldest pending reservation), if any.
+    #[inline]
+    pub fn front_reserved(&self) -> Option<Entity> {
+        if self.reserved.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(match self.free.front() {
+            Some(&index) => Entity { index, generation: self.metas[index as usize].generation },
+            // `metas.len() < max_len <= u32::MAX`: a reservation past `max_len` is refused.
+            None => Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN },
+        })
+    }
+
+    /// Materialises the oldest pending reservation alone, placed at `location`, and returns
+    /// it: what [`Self::flush`] does for its first id. The later reservations keep their ids.
+    ///
+    /// # Errors
+    /// The commit error when the OS refuses memory for a new meta; nothing changes.
+    ///
+    /// # Panics
+    /// When no reservation is pending.
+    pub fn flush_front(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
+        assert!(*self.reserved.get_mut() > 0, "Entities::flush_front: nothing is reserved");
+        let entity = match self.free.pop_front() {
+            Some(index) => {
+                let meta = &mut self.metas[index as usize];
+                debug_assert!(!meta.alive, "reserved index {index} is already alive");
+                meta.alive = true;
+                store_location(&mut meta.location, location);
+                Entity { index, generation: meta.generation }
+            }
+            None => {
+                let index = self.metas.len();
+                debug_assert!(index < self.max_len, "reserved past max_len");
+                self.metas.try_push(EntityMeta {
+                    generation: NonZeroU32::MIN,
+                    alive: true,
+                    location,
+                })?;
+                // `index < max_len <= u32::MAX`.
+                Entity { index: index as u32, generation: NonZeroU32::MIN }
+            }
+        };
+        *self.reserved.get_mut() -= 1;
+        self.len += 1;
+        if *self.reserved.get_mut() == 0 {
+            self.release_freed_while_reserved();
+        }
+        Ok(entity)
+    }
+
+    /// Moves the indices freed while reservations were pending to the back of the freelist.
+    #[inline]
+    fn release_freed_while_reserved(&mut self) {
+        if !self.freed_while_reserved.is_empty() {
+            self.free.extend(self.freed_while_reserved.drain(..));
         }
     }
 
@@ -843,12 +918,39 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "flush reserved entities first")]
-    fn free_with_pending_reservations_panics() {
+    fn an_index_freed_while_reserved_comes_back_after_the_reservations() {
         let mut entities = small();
-        let e = entities.alloc();
-        entities.reserve();
-        entities.free(e);
+        let a = entities.alloc();
+        let b = entities.alloc();
+        entities.free(a);
+        // `r1` takes the free index of `a`; `r2` a new one.
+        let (r1, r2) = (entities.reserve(), entities.reserve());
+        assert_eq!(r1.index(), a.index());
+        assert_eq!(entities.free(b), Some(EntityLocation::INVALID));
+        assert!(!entities.is_alive(b));
+        // A reservation made now still gets a new index: `b`'s waits for the flush.
+        let r3 = entities.reserve();
+        assert_eq!((r2.index(), r3.index()), (2, 3));
+        assert_eq!(entities.front_reserved(), Some(r1));
+        assert_eq!(entities.flush_front(loc(7)).unwrap(), r1);
+        assert_eq!(entities.location(r1), Some(loc(7)));
+        assert_eq!(entities.front_reserved(), Some(r2));
+        let mut seen = Vec::new();
+        entities.flush(|e, l| {
+            *l = loc(e.index());
+            seen.push(e);
+        });
+        assert_eq!(seen, [r2, r3]);
+        assert_eq!(entities.front_reserved(), None);
+        let c = entities.alloc();
+        assert_eq!(c.index(), b.index(), "b's index joined the freelist with the flush");
+        assert_eq!(entities.len(), 4);
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing is reserved")]
+    fn flush_front_without_reservations_panics() {
+        small().flush_front(EntityLocation::INVALID).unwrap();
     }
 
     #[test]
@@ -1012,6 +1114,7 @@ mod tests {
         SetLocation(usize, u32),
         Reserve(u8),
         Flush,
+        FlushFront(u32),
         Clear,
     }
 
@@ -1023,6 +1126,7 @@ mod tests {
             2 => (any::<usize>(), any::<u32>()).prop_map(|(i, l)| Op::SetLocation(i, l)),
             3 => (1u8..6).prop_map(Op::Reserve),
             2 => Just(Op::Flush),
+            2 => any::<u32>().prop_map(Op::FlushFront),
             1 => Just(Op::Clear),
         ]
     }
@@ -1037,6 +1141,8 @@ mod tests {
         /// Every id ever handed out (allocated or reserved).
         handed_out: HashSet<Entity>,
         free: VecDeque<u32>,
+        /// Indices freed while reservations were pending; they join `free` with the flush.
+        deferred: Vec<u32>,
         indices: u32,
     }
 
@@ -1070,6 +1176,23 @@ mod tests {
                 }
                 self.live.push((e, loc(e.index())));
             }
+            self.free.extend(self.deferred.drain(..));
+            Ok(())
+        }
+
+        fn flush_front(&mut self, entities: &mut Entities, l: u32) -> Result<(), TestCaseError> {
+            let e = self.pending.remove(0);
+            prop_assert_eq!(entities.flush_front(loc(l)).unwrap(), e);
+            if self.free.front() == Some(&e.index()) {
+                self.free.pop_front();
+            } else {
+                prop_assert_eq!(e.index(), self.indices);
+                self.indices += 1;
+            }
+            self.live.push((e, loc(l)));
+            if self.pending.is_empty() {
+                self.free.extend(self.deferred.drain(..));
+            }
             Ok(())
         }
     }
@@ -1079,6 +1202,7 @@ mod tests {
     fn check(entities: &Entities, model: &Model) -> Result<(), TestCaseError> {
         prop_assert_eq!(entities.len(), model.live.len());
         prop_assert_eq!(entities.reserved_len(), model.pending.len());
+        prop_assert_eq!(entities.front_reserved(), model.pending.first().copied());
         for &(e, location) in &model.live {
             prop_assert!(entities.is_alive(e));
             prop_assert_eq!(entities.location(e), Some(location));
@@ -1107,7 +1231,7 @@ mod tests {
                 .map_or(1, |e| e.generation().get() + 1)
         };
         for op in ops {
-            let needs_flush = matches!(op, Op::Alloc | Op::Free(_) | Op::Clear);
+            let needs_flush = matches!(op, Op::Alloc | Op::Clear);
             if needs_flush && !model.pending.is_empty() {
                 model.flush(&mut entities)?;
             }
@@ -1128,10 +1252,14 @@ mod tests {
                 Op::Free(i) if !model.live.is_empty() => {
                     let (e, location) = model.live.swap_remove(i % model.live.len());
                     prop_assert_eq!(entities.free(e), Some(location));
-                    model.free.push_back(e.index());
+                    if model.pending.is_empty() {
+                        model.free.push_back(e.index());
+                    } else {
+                        model.deferred.push(e.index());
+                    }
                     model.dead.push(e);
                 }
-                Op::FreeStale(i) if !model.dead.is_empty() && model.pending.is_empty() => {
+                Op::FreeStale(i) if !model.dead.is_empty() => {
                     let e = model.dead[i % model.dead.len()];
                     prop_assert_eq!(entities.free(e), None);
                 }
@@ -1156,12 +1284,18 @@ mod tests {
                                 model.pending.push(e);
                             }
                             Err(_) => {
-                                prop_assert_eq!(model.live.len() + k, MAX as usize);
+                                // Refused once the freelist and the new indices are spent;
+                                // indices freed meanwhile wait for the flush.
+                                let room = model.free.len() + (MAX - model.indices) as usize;
+                                prop_assert_eq!(k, room);
                             }
                         }
                     }
                 }
                 Op::Flush => model.flush(&mut entities)?,
+                Op::FlushFront(l) if !model.pending.is_empty() => {
+                    model.flush_front(&mut entities, l % 1000)?;
+                }
                 Op::Clear => {
                     entities.clear();
                     let mut live: Vec<Entity> = model.live.drain(..).map(|(e, _)| e).collect();

@@ -867,7 +867,7 @@ proptest! {
                         known.push(e);
                         let entry = model.entry(e).or_insert((None, None, None));
                         if j == 2 {
-                            continue; // stays empty (made by the first spawn's flush)
+                            continue; // stays reserved until the flush below, then empty
                         }
                         apply_bundle(&mut world, e, m, v, true).unwrap();
                         let (a, b, s) = mask(m);
@@ -875,6 +875,9 @@ proptest! {
                         if b { entry.1 = Some(v.to_string()); }
                         if s { entry.2 = Some(v); }
                     }
+                    // A table-only bundle spawns the oldest reservation alone, so the third
+                    // may still be reserved: flush it (a sparse bundle flushed it already).
+                    world.flush();
                 }
                 Op::Get(i) if !known.is_empty() => {
                     let e = known[i % known.len()];
@@ -895,6 +898,50 @@ proptest! {
             prop_assert_eq!(world.get::<S>(e).map(|x| x.0), *s);
         }
     }
+}
+
+#[test]
+fn the_oldest_reservation_spawns_straight_into_its_table() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    let freed_before = world.spawn((Pos(0.0, 0.0),));
+    let other = world.spawn((Pos(5.0, 5.0), Vel(5.0, 5.0)));
+    world.despawn(freed_before).unwrap();
+    let r: Vec<Entity> = (0..3).map(|_| world.reserve_entity()).collect();
+    assert_eq!(r[0].index(), freed_before.index(), "a reservation takes a free index first");
+    // A despawn flushes nothing: the reservations stay pending, and the freed index waits.
+    world.despawn(other).unwrap();
+    assert!(r.iter().all(|&e| !world.contains(e)));
+    let empty = |w: &World| w.archetypes()[ArchetypeId::EMPTY.index()].len();
+    world.spawn_reserved(r[0], (Pos(1.0, 0.0), Tracked::new(&drops))).unwrap();
+    assert_eq!(world.get::<Pos>(r[0]), Some(&Pos(1.0, 0.0)));
+    assert_eq!(empty(&world), 0, "never placed in the empty archetype");
+    assert!(!world.contains(r[1]) && !world.contains(r[2]), "the others are still pending");
+    assert_eq!(world.len(), 1);
+    world.check_invariants();
+    // Out of order: r[2] is not the oldest, so everything pending is flushed first and r[2]
+    // leaves the empty archetype as before; r[1] stays, empty.
+    world.spawn_reserved(r[2], (Vel(3.0, 3.0),)).unwrap();
+    assert_eq!(world.get::<Vel>(r[2]), Some(&Vel(3.0, 3.0)));
+    assert!(world.contains(r[1]));
+    assert_eq!(world.entity(r[1]).unwrap().archetype().id(), ArchetypeId::EMPTY);
+    assert_eq!(empty(&world), 1);
+    world.check_invariants();
+    // `other`'s index joined the freelist with that flush.
+    assert_eq!(world.spawn((Pos(9.0, 9.0),)).index(), other.index());
+    // A reserved entity can be despawned: it is flushed for it.
+    let pending = world.reserve_entity();
+    world.despawn(pending).unwrap();
+    assert!(!world.contains(pending));
+    // A refused bundle leaves the oldest reservation alive and empty, as on the other path.
+    let refused = world.reserve_entity();
+    let err = world.spawn_reserved(refused, (Tracked::new(&drops), Tracked::new(&drops)));
+    assert!(matches!(err, Err(EntityError::Component(_))), "{err:?}");
+    assert!(world.contains(refused));
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+    world.check_invariants();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "r[0]'s value dropped with the world");
 }
 
 /// `check_invariants` is what the panic-safety tests lean on, so it must notice each kind of
