@@ -543,19 +543,12 @@ impl World {
         self.flush();
         let b = self.bundle_id::<B>()?;
         let tick = self.change_tick();
-        let plan = self.spawn_plan(b);
-        let (archetype, table) = (plan.archetype, plan.table);
-        if let Some(plan) = self.spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
-            return spawn_in(
-                &mut self.entities,
-                &mut self.tables[table.index()],
-                &mut self.archetypes[archetype.index()],
-                plan,
-                bundle,
-                tick,
-                |entities, location| Ok(entities.try_alloc_at(location)?),
-            );
+        if self.has_table_only_plan(b) {
+            return self.spawn_table_only(b, bundle, tick, |entities, location| {
+                Ok(entities.try_alloc_at(location)?)
+            });
         }
+        let archetype = self.spawn_plan(b).archetype;
         let entity = self.entities.try_alloc()?;
         // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
         bundle.get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) })
@@ -579,30 +572,19 @@ impl World {
     ) -> Result<(), EntityError> {
         if self.entities.front_reserved() == Some(entity)
             && let Ok(b) = self.bundle_id::<B>()
+            && self.has_table_only_plan(b)
         {
-            let plan = self.spawn_plan(b);
-            let (archetype, table) = (plan.archetype, plan.table);
-            if let Some(plan) = self.spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
-                let tick = self.change_tick();
-                let spawned = spawn_in(
-                    &mut self.entities,
-                    &mut self.tables[table.index()],
-                    &mut self.archetypes[archetype.index()],
-                    plan,
-                    bundle,
-                    tick,
-                    |entities, location| {
-                        let front = entities.flush_front(location)?;
-                        debug_assert_eq!(front, entity);
-                        Ok(front)
-                    },
-                );
-                if spawned.is_err() {
-                    // As on the other path: the entity stays, empty.
-                    self.flush();
-                }
-                return spawned.map(drop);
+            let tick = self.change_tick();
+            let spawned = self.spawn_table_only(b, bundle, tick, |entities, location| {
+                let front = entities.flush_front(location)?;
+                debug_assert_eq!(front, entity);
+                Ok(front)
+            });
+            if spawned.is_err() {
+                // As on the other path: the entity stays, empty.
+                self.flush();
             }
+            return spawned.map(drop);
         }
         self.flush();
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
@@ -635,6 +617,35 @@ impl World {
         unlink_row(&mut self.entities, &mut self.archetypes, empty, entity, loc);
         empty.swap_remove_and_drop(loc.table_row as usize);
         Ok(())
+    }
+
+    /// Whether bundle `b` spawns along a table-only plan (making the plan if needed).
+    #[inline]
+    fn has_table_only_plan(&mut self, b: usize) -> bool {
+        self.spawn_plan(b).columns.is_some()
+    }
+
+    /// Spawns `bundle` (of bundle id `b`, whose plan [`World::has_table_only_plan`] says is
+    /// table-only): its values written in place in a new row of the table, which `place`
+    /// makes the new entity's.
+    #[inline]
+    fn spawn_table_only<B: Bundle>(
+        &mut self,
+        b: usize,
+        bundle: B,
+        tick: u32,
+        place: impl FnOnce(&mut Entities, EntityLocation) -> Result<Entity, EntityError>,
+    ) -> Result<Entity, EntityError> {
+        let plan = self.spawn_plans[b].as_ref().expect("made by has_table_only_plan");
+        spawn_in(
+            &mut self.entities,
+            &mut self.tables[plan.table.index()],
+            &mut self.archetypes[plan.archetype.index()],
+            plan,
+            bundle,
+            tick,
+            place,
+        )
     }
 
     /// Spawns one entity per bundle, resolving the archetype and reserving rows for the whole
