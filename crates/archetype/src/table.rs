@@ -184,16 +184,10 @@ impl TableColumn {
     /// - `row < len`.
     #[inline]
     unsafe fn swap_remove_ticks(&mut self, row: usize) {
-        for column in [&mut self.added, &mut self.changed] {
-            debug_assert!(row < column.len());
-            let last = column.len() - 1;
-            // SAFETY: `row <= last < len` (caller): both slots hold live `u32`s (copying a slot
-            // onto itself is a no-op); `u32`s need no drop, so the last one is simply dropped
-            // from the length.
-            unsafe {
-                tick_slot(column, row).write(tick_slot(column, last).read());
-                column.set_len(last);
-            }
+        // SAFETY: the tick columns hold `u32`s; `row < len` (caller).
+        unsafe {
+            self.added.swap_remove_copy::<u32>(row);
+            self.changed.swap_remove_copy::<u32>(row);
         }
     }
 }
@@ -533,7 +527,7 @@ impl Table {
                 }
             }
             // SAFETY: `row < len`; the column holds `Entity`s.
-            unsafe { swap_remove_entity(&mut self.entities, row) };
+            unsafe { self.entities.swap_remove_copy::<Entity>(row) };
             return swapped_in;
         }
 
@@ -561,7 +555,7 @@ impl Table {
                     self.entity_removed = true;
                     // SAFETY: `row < len`, and the entity is removed once; the column holds
                     // `Entity`s.
-                    unsafe { swap_remove_entity(&mut self.table.entities, self.row) };
+                    unsafe { self.table.entities.swap_remove_copy::<Entity>(self.row) };
                 }
             }
         }
@@ -704,7 +698,7 @@ impl Table {
             unsafe { dst.columns.get_unchecked_mut(d as usize).write_ticks(new_row, tick, tick) };
         }
         // SAFETY: `row < len`; the column holds `Entity`s.
-        unsafe { swap_remove_entity(&mut self.entities, row) };
+        unsafe { self.entities.swap_remove_copy::<Entity>(row) };
         // SAFETY:
         // - `new_row < dst.cap`: room was reserved (caller).
         // - every `dst` column's slot at `new_row` was written: the shared ones moved above, the
@@ -760,20 +754,6 @@ impl Table {
         // Each column drops all its values even if one panics; the other columns follow.
         for_each_finishing(self.columns.iter_mut(), |column| column.data.clear());
     }
-}
-
-/// Moves the last entity of an entity column into `row` and drops the last slot.
-///
-/// # Safety
-/// - `row < column.len()`; the column holds `Entity`s.
-#[inline]
-unsafe fn swap_remove_entity(column: &mut Column, row: usize) {
-    // SAFETY: the column holds `Entity`s (caller).
-    let entities = unsafe { column.as_mut_slice::<Entity>() };
-    let last = entities.len() - 1;
-    entities[row] = entities[last];
-    // SAFETY: `last < len`; `Entity` needs no drop.
-    unsafe { column.set_len(last) };
 }
 
 #[cfg(test)]

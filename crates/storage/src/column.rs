@@ -247,6 +247,28 @@ impl Column {
         unsafe { copy_item(guard.column.row_ptr(row), dst, size) };
     }
 
+    /// Removes the item at `row` of a column of `Copy` items (change ticks, entity ids) by
+    /// copying the last item over it: a typed copy, without the guard and the item-size
+    /// multiply of [`Column::swap_remove_forget_unchecked`].
+    ///
+    /// # Safety
+    /// - The column holds `T`s, and `row < len`.
+    #[inline]
+    pub unsafe fn swap_remove_copy<T: Copy>(&mut self, row: usize) {
+        debug_assert_eq!(Layout::new::<T>().pad_to_align(), self.item_layout());
+        debug_assert!(row < self.len);
+        let last = self.len - 1;
+        // SAFETY: the column holds `T`s (caller), so its buffer is aligned for them and item
+        // `i` is `T` number `i`; `row <= last < len`, so both are live (a copy onto itself is a
+        // no-op). `T: Copy` has no drop, so lowering the length past the last one is its
+        // removal.
+        unsafe {
+            let items = self.buf.ptr().as_ptr().cast::<T>();
+            items.add(row).write(items.add(last).read());
+        }
+        self.len = last;
+    }
+
     /// Removes the item at `row` without dropping it (its owner took it), and moves the last
     /// item into its place.
     ///

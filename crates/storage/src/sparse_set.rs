@@ -334,13 +334,10 @@ impl ComponentSparseSet {
     fn unlink(&mut self, entity: Entity) -> Option<usize> {
         let dense = self.dense_index(entity)?;
         self.entities.swap_remove(dense);
-        for column in [&mut self.added, &mut self.changed] {
-            // SAFETY: the tick columns were built with `Column::of::<u32>()`.
-            let ticks = unsafe { column.as_mut_slice::<u32>() };
-            let last = ticks.len() - 1;
-            ticks[dense] = ticks[last];
-            // SAFETY: `last < len <= capacity`; `u32`s need no drop.
-            unsafe { column.set_len(last) };
+        // SAFETY: the tick columns hold `u32`s; `dense < len` in them too (the set's invariant).
+        unsafe {
+            self.added.swap_remove_copy::<u32>(dense);
+            self.changed.swap_remove_copy::<u32>(dense);
         }
         // Both the entity's index and the moved one's have pages: each was found or set.
         if let Some(&moved) = self.entities.get(dense) {
