@@ -496,29 +496,14 @@ impl Entities {
             panic!("Entities::flush: cannot make room for {new} reserved entities: {e}");
         }
         for _ in 0..pending {
-            // Materialise the first pending reservation, then lower the counter: the mapping from
-            // reservation number to id stays true for the rest.
-            let (index, meta) = match self.free.pop_front() {
-                Some(index) => (index, &mut self.metas[index as usize]),
-                None => {
-                    let index = self.metas.len();
-                    debug_assert!(index < self.max_len, "reserved past max_len");
-                    self.metas.push(EntityMeta {
-                        generation: NonZeroU32::MIN,
-                        alive: false,
-                        location: EntityLocation::INVALID,
-                    });
-                    // `index < max_len <= u32::MAX`.
-                    (index as u32, &mut self.metas[index])
-                }
+            // The first pending reservation, alive before `init` sees it; the mapping from
+            // reservation number to id stays true for the rest (see `flush_front`).
+            let entity = match self.flush_front(EntityLocation::INVALID) {
+                Ok(entity) => entity,
+                Err(e) => unreachable!("room for the new metas was made above: {e}"),
             };
-            debug_assert!(!meta.alive, "reserved index {index} is already alive");
-            meta.alive = true;
-            *self.reserved.get_mut() -= 1;
-            self.len += 1;
-            init(Entity { index, generation: meta.generation }, &mut meta.location);
+            init(entity, &mut self.metas[entity.index as usize].location);
         }
-        self.release_freed_while_reserved();
     }
 
     /// The id the next flush materialises first (the oldest pending reservation), if any.
@@ -680,12 +665,6 @@ impl Metas {
             self.column.set_len(len + 1);
         }
         Ok(())
-    }
-
-    fn push(&mut self, meta: EntityMeta) {
-        if let Err(e) = self.try_push(meta) {
-            panic!("Entities: cannot store another entity: {e}");
-        }
     }
 }
 
@@ -1059,6 +1038,21 @@ mod tests {
         entities.flush(|e, _| rest.push(e));
         assert_eq!(rest, [r[2]]);
         assert_eq!(entities.len(), 3);
+    }
+
+    #[test]
+    fn an_index_freed_while_reserved_is_released_when_the_last_init_panics() {
+        let mut entities = small();
+        let a = entities.alloc();
+        let r = entities.reserve();
+        entities.free(a);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            entities.flush(|_, _| panic!("boom"));
+        }));
+        assert!(result.is_err());
+        assert!(entities.is_alive(r));
+        assert_eq!(entities.reserved_len(), 0);
+        assert_eq!(entities.alloc().index(), a.index(), "a's index joined the freelist");
     }
 
     #[test]
