@@ -32,8 +32,9 @@
 //! # Reserving ids from `&self`
 //! Parallel systems need ids for entities they will spawn later, without a `&mut` borrow.
 //! [`Entities::reserve`] hands them out with one atomic counter `reserved`, the number of ids
-//! reserved since the last flush: the `k`-th reservation is `free[k]` (with the slot's current,
-//! already bumped, generation) while `k < free.len()`, and the brand-new index
+//! reserved since the last flush: the `k`-th reservation is `free[k]` (the freelist keeps each
+//! slot's already bumped generation beside its index, so reserving reads no meta) while
+//! `k < free.len()`, and the brand-new index
 //! `metas.len() + (k - free.len())` (generation 1) after that. Nothing but the counter changes, so
 //! any number of threads can reserve at once. [`Entities::flush`] (at the next sync point, with
 //! `&mut self`) materialises them in the same order: it pops `free[0]` or pushes a new meta, lowers
@@ -165,13 +166,16 @@ struct EntityMeta {
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
     metas: Metas,
-    /// Free, non-retired indices, oldest first; each `metas[i]` has `alive == false`. Taken from
-    /// the front, pushed at the back (FIFO).
-    free: VecDeque<u32>,
-    /// Indices freed while reservations were pending, oldest first: they join the back of
-    /// `free` when the last pending reservation is flushed (appending them earlier would change
-    /// which index a pending reservation stands for).
-    freed_while_reserved: Vec<u32>,
+    /// Free, non-retired indices, oldest first, each as the id it is handed out as next (its
+    /// meta's already bumped generation, kept here too so that [`Self::reserve`] reads no meta:
+    /// a freed slot's meta is a cache miss, often in another core's cache); each
+    /// `metas[e.index]` has `alive == false` and `generation == e.generation`. Taken from the
+    /// front, pushed at the back (FIFO).
+    free: VecDeque<Entity>,
+    /// Indices freed while reservations were pending, oldest first, as in `free`: they join the
+    /// back of `free` when the last pending reservation is flushed (appending them earlier would
+    /// change which index a pending reservation stands for).
+    freed_while_reserved: Vec<Entity>,
     /// Ids reserved since the last flush. The `k`-th is `free[k]` while `k < free.len()`, then
     /// the new index `metas.len() + k - free.len()`. At rest (no `reserve` running)
     /// `metas.len() + reserved.saturating_sub(free.len()) <= max_len`; a failing `try_reserve`
@@ -273,13 +277,14 @@ impl Entities {
     #[inline(always)]
     pub fn try_alloc_at(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         self.assert_no_pending("try_alloc");
-        if let Some(index) = self.free.pop_front() {
-            let meta = &mut self.metas[index as usize];
-            debug_assert!(!meta.alive, "free-listed index {index} is alive");
+        if let Some(entity) = self.free.pop_front() {
+            let meta = &mut self.metas[entity.index as usize];
+            debug_assert!(!meta.alive, "free-listed index {} is alive", entity.index);
+            debug_assert_eq!(meta.generation, entity.generation);
             meta.alive = true;
             store_location(&mut meta.location, location);
             self.len += 1;
-            return Ok(Entity { index, generation: meta.generation });
+            return Ok(entity);
         }
         let index = self.metas.len();
         if index >= self.max_len {
@@ -320,10 +325,11 @@ impl Entities {
         }
         let location = meta.location;
         if Self::release(meta) {
+            let next = Entity { index: entity.index, generation: meta.generation };
             if *self.reserved.get_mut() == 0 {
-                self.free.push_back(entity.index);
+                self.free.push_back(next);
             } else {
-                self.freed_while_reserved.push(entity.index);
+                self.freed_while_reserved.push(next);
             }
         }
         self.len -= 1;
@@ -354,7 +360,7 @@ impl Entities {
         for (index, meta) in self.metas.iter_mut().enumerate() {
             if meta.alive && Self::release(meta) {
                 // `index < metas.len() <= max_len <= u32::MAX`.
-                self.free.push_back(index as u32);
+                self.free.push_back(Entity { index: index as u32, generation: meta.generation });
             }
         }
         self.len = 0;
@@ -443,9 +449,8 @@ impl Entities {
         // Relaxed is enough: the counter only has to hand each caller a distinct `k`; everything
         // else read here is frozen while `&self` is shared, and `flush` needs `&mut self`.
         let k = self.reserved.fetch_add(1, Ordering::Relaxed);
-        if let Some(&index) = self.free.get(k) {
-            let generation = self.metas[index as usize].generation;
-            return Ok(Entity { index, generation });
+        if let Some(&entity) = self.free.get(k) {
+            return Ok(entity);
         }
         let index = self.metas.len().saturating_add(k - self.free.len());
         if index >= self.max_len {
@@ -513,7 +518,7 @@ impl Entities {
             return None;
         }
         Some(match self.free.front() {
-            Some(&index) => Entity { index, generation: self.metas[index as usize].generation },
+            Some(&entity) => entity,
             // `metas.len() < max_len <= u32::MAX`: a reservation past `max_len` is refused.
             None => Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN },
         })
@@ -530,12 +535,13 @@ impl Entities {
     pub fn flush_front(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         assert!(*self.reserved.get_mut() > 0, "Entities::flush_front: nothing is reserved");
         let entity = match self.free.pop_front() {
-            Some(index) => {
-                let meta = &mut self.metas[index as usize];
-                debug_assert!(!meta.alive, "reserved index {index} is already alive");
+            Some(entity) => {
+                let meta = &mut self.metas[entity.index as usize];
+                debug_assert!(!meta.alive, "reserved index {} is already alive", entity.index);
+                debug_assert_eq!(meta.generation, entity.generation);
                 meta.alive = true;
                 store_location(&mut meta.location, location);
-                Entity { index, generation: meta.generation }
+                entity
             }
             None => {
                 let index = self.metas.len();
@@ -831,6 +837,34 @@ mod tests {
         let got: Vec<(u32, u32)> =
             again.iter().map(|e| (e.index(), e.generation().get())).collect();
         assert_eq!(got, [(2, 2), (0, 2), (1, 2), (3, 2)]);
+    }
+
+    #[test]
+    fn reserved_ids_of_freed_slots_carry_their_bumped_generations() {
+        // The freelist keeps each slot's next generation beside its index, so `reserve` reads
+        // no meta: what it hands out must still be what the flush makes alive, for slots freed
+        // one by one, by `clear`, and while reservations were pending.
+        let mut entities = small();
+        let es: Vec<Entity> = (0..4).map(|_| entities.alloc()).collect();
+        entities.free(es[1]);
+        let freed_twice = entities.alloc();
+        assert_eq!((freed_twice.index(), freed_twice.generation().get()), (1, 2));
+        entities.free(freed_twice);
+        entities.clear();
+        let reserved: Vec<Entity> = (0..5).map(|_| entities.reserve()).collect();
+        let got: Vec<(u32, u32)> =
+            reserved.iter().map(|e| (e.index(), e.generation().get())).collect();
+        assert_eq!(got, [(1, 3), (0, 2), (2, 2), (3, 2), (4, 1)]);
+        entities.free(reserved[0]); // not alive yet: refused, nothing changes
+        let mut flushed = Vec::new();
+        entities.flush_front(loc(0)).unwrap();
+        entities.free(reserved[0]); // freed while four reservations are pending
+        entities.flush(|e, _| flushed.push(e));
+        assert_eq!(flushed, reserved[1..]);
+        let again = entities.reserve();
+        assert_eq!((again.index(), again.generation().get()), (1, 4));
+        entities.flush(|e, _| assert_eq!(e, again));
+        assert!(entities.is_alive(again) && !entities.is_alive(reserved[0]));
     }
 
     #[test]
