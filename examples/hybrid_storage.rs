@@ -27,22 +27,24 @@ fn main() {
         (0..4_000).map(|i| world.spawn((Position(i as f32, 0.0), Health(100)))).collect();
     let (e, last) = (units[10], units[units.len() - 1]);
     let before = world.entities().location(e).expect("alive");
+    let before_table = world.table_id_of(e).expect("alive").index();
     let address = world.get::<Position>(e).expect("has one") as *const Position;
 
     // Sparse-set tag: a new archetype, the same table row, the same address.
     world.insert(e, (Stunned,)).expect("alive");
     let stunned = world.entities().location(e).expect("alive");
+    let stunned_table = world.table_id_of(e).expect("alive").index();
     println!(
         "insert Stunned (sparse set): archetype {} -> {}, table {} row {} -> table {} row {}",
         before.archetype_id,
         stunned.archetype_id,
-        before.table_id,
+        before_table,
         before.table_row,
-        stunned.table_id,
+        stunned_table,
         stunned.table_row
     );
     assert_ne!(stunned.archetype_id, before.archetype_id);
-    assert_eq!((stunned.table_id, stunned.table_row), (before.table_id, before.table_row));
+    assert_eq!((stunned_table, stunned.table_row), (before_table, before.table_row));
     assert_eq!(world.get::<Position>(e).expect("has one") as *const Position, address);
     let mut stunned_units = world.query_filtered::<Entity, With<Stunned>>();
     assert_eq!(stunned_units.iter(&world).collect::<Vec<_>>(), [e]);
@@ -53,17 +55,13 @@ fn main() {
     let last_row = world.entities().location(last).expect("alive").table_row;
     world.insert(e, (Poisoned,)).expect("alive");
     let poisoned = world.entities().location(e).expect("alive");
+    let poisoned_table = world.table_id_of(e).expect("alive").index();
     let last_now = world.entities().location(last).expect("alive").table_row;
     println!(
         "insert Poisoned (table):     table {} row {} -> table {} row {}; the last entity's row {} -> {}",
-        before.table_id,
-        before.table_row,
-        poisoned.table_id,
-        poisoned.table_row,
-        last_row,
-        last_now
+        before_table, before.table_row, poisoned_table, poisoned.table_row, last_row, last_now
     );
-    assert_ne!(poisoned.table_id, before.table_id);
+    assert_ne!(poisoned_table, before_table);
     assert_ne!(world.get::<Position>(e).expect("has one") as *const Position, address);
     assert_eq!(last_now, before.table_row, "the last row was swapped into the hole");
     let moved = world.get::<Position>(e).expect("has one");

@@ -263,6 +263,14 @@ impl World {
         &self.tables
     }
 
+    /// The table holding `entity`'s table components (its archetype's), or `None` when the
+    /// entity is not alive. Its row there is its location's `table_row`.
+    #[inline]
+    pub fn table_id_of(&self, entity: Entity) -> Option<TableId> {
+        let loc = self.entities.location(entity)?;
+        Some(self.archetypes[loc.archetype_id as usize].table_id())
+    }
+
     /// `id`'s sparse set, if the component is sparse-set stored and was ever used.
     #[inline]
     pub fn sparse_set(&self, id: ComponentId) -> Option<&ComponentSparseSet> {
@@ -485,8 +493,9 @@ impl World {
     #[inline]
     pub fn prefetch_entity_row(&self, entity: Entity) {
         if let Some(loc) = self.entities.location(entity) {
-            self.tables[loc.table_id as usize].prefetch_row(loc.table_row as usize);
-            self.archetypes[loc.archetype_id as usize].prefetch(loc.archetype_row);
+            let archetype = &self.archetypes[loc.archetype_id as usize];
+            self.tables[archetype.table_id().index()].prefetch_row(loc.table_row as usize);
+            archetype.prefetch(loc.archetype_row);
         }
     }
 
@@ -522,7 +531,6 @@ impl World {
             *location = EntityLocation {
                 archetype_id: ArchetypeId::EMPTY.0,
                 archetype_row,
-                table_id: TableId::EMPTY.0,
                 table_row: row as u32,
             };
         });
@@ -728,7 +736,6 @@ impl World {
             EntityLocation {
                 archetype_id: archetype.0,
                 archetype_row,
-                table_id: table_id.0,
                 table_row: table_row as u32,
             },
         );
@@ -754,13 +761,15 @@ impl World {
         };
         // A despawn at a random row misses the cache in every column, the archetype's list and
         // the moved entity's meta; start all those loads now so they overlap.
-        let table = &self.tables[loc.table_id as usize];
+        let archetype = &self.archetypes[loc.archetype_id as usize];
+        let table_index = archetype.table_id().index();
+        let table = &self.tables[table_index];
         table.prefetch_row(loc.table_row as usize);
         if let Some(&last) = table.entities().last() {
             self.entities.prefetch(last);
         }
-        self.archetypes[loc.archetype_id as usize].prefetch(loc.archetype_row);
-        let table = &mut self.tables[loc.table_id as usize];
+        archetype.prefetch(loc.archetype_row);
+        let table = &mut self.tables[table_index];
         unlink_row(&mut self.entities, &mut self.archetypes, table, entity, loc);
         let sparse = self.archetypes[loc.archetype_id as usize].sparse_components();
         let mut sparse_guard =
@@ -826,7 +835,7 @@ impl World {
     #[inline]
     fn prefetch_filler(&self, entity: Entity) {
         if let Some(loc) = self.entities.location(entity) {
-            let last = self.tables[loc.table_id as usize].entities();
+            let last = self.tables[table_index(&self.archetypes, loc)].entities();
             for &filler in last.iter().rev().take(2) {
                 self.entities.prefetch(filler);
             }
@@ -868,7 +877,8 @@ impl World {
     ) -> Result<(), EntityError> {
         let plan = &self.move_plans[edge.plan as usize];
         let new_table = self.archetypes[edge.to.index()].table_id();
-        let (src, dst) = two_mut(&mut self.tables, loc.table_id as usize, new_table.index());
+        let from_table = table_index(&self.archetypes, loc);
+        let (src, dst) = two_mut(&mut self.tables, from_table, new_table.index());
         // On error the bundle is dropped here, unmoved, and nothing changed.
         dst.try_reserve(1)?;
         self.archetypes[edge.to.index()].reserve(1);
@@ -896,7 +906,7 @@ impl World {
                 },
             )
         };
-        self.finish_move(entity, loc, edge.to, new_table, moved);
+        self.finish_move(entity, loc, edge.to, moved);
         Ok(())
     }
 
@@ -951,14 +961,12 @@ impl World {
         entity: Entity,
         mut loc: EntityLocation,
         to: ArchetypeId,
-        new_table: TableId,
         moved: MovedRow,
     ) {
         if let Some(swapped) = moved.swapped_in {
             fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
         }
         loc.table_row = moved.new_row as u32;
-        loc.table_id = new_table.0;
         self.move_archetype(entity, loc, to);
     }
 
@@ -978,7 +986,7 @@ impl World {
         // A copy (at most 16 ids, inline up to 8), so `self` can be borrowed mutably below.
         let ids: ComponentIds = self.bundles[b].ids().into();
         let position = |id: ComponentId| ids.iter().position(|&c| c == id).unwrap();
-        let old_table = TableId(loc.table_id);
+        let old_table = self.archetypes[loc.archetype_id as usize].table_id();
         let new_table = self.archetypes[to.index()].table_id();
         let mut loc = loc;
         if from != to {
@@ -1100,7 +1108,7 @@ impl World {
             return self.remove_planned(entity, loc, edge);
         }
         let to = edge.to;
-        let old_table = TableId(loc.table_id);
+        let old_table = self.archetypes[loc.archetype_id as usize].table_id();
         let new_table = self.archetypes[to.index()].table_id();
         if new_table != old_table {
             self.tables[new_table.index()].try_reserve(1)?;
@@ -1153,7 +1161,8 @@ impl World {
     ) -> Result<B, EntityError> {
         let plan = &self.move_plans[edge.plan as usize];
         let new_table = self.archetypes[edge.to.index()].table_id();
-        let (src, dst) = two_mut(&mut self.tables, loc.table_id as usize, new_table.index());
+        let from_table = table_index(&self.archetypes, loc);
+        let (src, dst) = two_mut(&mut self.tables, from_table, new_table.index());
         dst.try_reserve(1)?;
         self.archetypes[edge.to.index()].reserve(1);
         let row = loc.table_row as usize;
@@ -1178,7 +1187,7 @@ impl World {
         // - `dst` has no column the source lacks (remove only removes), so `fill` has nothing
         //   to write.
         let moved = unsafe { src.move_row_mapped(row, dst, &plan.map, 0, |_, _| {}, |_, _| {}) };
-        self.finish_move(entity, loc, edge.to, new_table, moved);
+        self.finish_move(entity, loc, edge.to, moved);
         Ok(bundle)
     }
 
@@ -1210,7 +1219,8 @@ impl World {
     }
 
     /// Moves the row at `loc` into table `to` (see [`Table::move_row`]), fixes the location of
-    /// the entity swapped into the old row, and updates `loc`'s table and row.
+    /// the entity swapped into the old row, and updates `loc`'s row (its archetype, which names
+    /// the table, is the caller's to update).
     ///
     /// # Safety
     /// - `loc` is a live entity's location, `to` is another table of this world with room for
@@ -1224,7 +1234,8 @@ impl World {
         taken: impl FnMut(ComponentId, *mut u8),
         missing: impl FnMut(ComponentId) -> *const u8,
     ) {
-        let (src, dst) = two_mut(&mut self.tables, loc.table_id as usize, to.index());
+        let from_table = table_index(&self.archetypes, *loc);
+        let (src, dst) = two_mut(&mut self.tables, from_table, to.index());
         // SAFETY:
         // - `table_row < len` as `loc` is live; both tables come from this registry and differ.
         // - the callbacks are the caller's, under the same contract.
@@ -1233,8 +1244,9 @@ impl World {
         if let Some(swapped) = moved.swapped_in {
             fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
         }
+        // The row is in `to` now; `loc` names that table once the caller moves it to the
+        // archetype of `to` (its archetype id still names the old one until then).
         loc.table_row = moved.new_row as u32;
-        loc.table_id = to.0;
     }
 
     /// A pointer to `entity`'s component `c`, given its location.
@@ -1246,7 +1258,8 @@ impl World {
     ) -> Option<NonNull<u8>> {
         match self.components.info(c).storage_type() {
             StorageType::Table => {
-                self.tables[loc.table_id as usize].column(c)?.data().get(loc.table_row as usize)
+                let table = &self.tables[table_index(&self.archetypes, loc)];
+                table.column(c)?.data().get(loc.table_row as usize)
             }
             StorageType::SparseSet => self.sparse_set(c)?.get(entity),
         }
@@ -1271,7 +1284,8 @@ impl World {
         let tick = self.change_tick();
         match self.components.info(c).storage_type() {
             StorageType::Table => {
-                let column = self.tables[loc.table_id as usize].column_mut(c).expect("found above");
+                let table = &mut self.tables[table_index(&self.archetypes, loc)];
+                let column = table.column_mut(c).expect("found above");
                 column.changed_ticks_mut()[loc.table_row as usize] = tick;
             }
             StorageType::SparseSet => {
@@ -1452,7 +1466,6 @@ impl World {
                 });
                 assert_eq!(loc.archetype_id, archetype.id().0, "{}: archetype", ae.entity);
                 assert_eq!(loc.archetype_row as usize, row, "{}: archetype row", ae.entity);
-                assert_eq!(loc.table_id, archetype.table_id().0, "{}: table", ae.entity);
                 assert_eq!(loc.table_row, ae.table_row, "{}: table row", ae.entity);
                 assert_eq!(table.entities()[ae.table_row as usize], ae.entity, "table entity");
                 for &c in archetype.sparse_components() {
@@ -1476,7 +1489,8 @@ impl World {
                 let loc = self.entities.location(e).unwrap_or_else(|| {
                     panic!("{e} in row {row} of table {t} is dead");
                 });
-                assert_eq!((loc.table_id as usize, loc.table_row as usize), (t, row), "{e}: row");
+                let table_of_loc = table_index(&self.archetypes, loc);
+                assert_eq!((table_of_loc, loc.table_row as usize), (t, row), "{e}: row");
             }
         }
         for (c, set) in self.sparse_sets.iter().enumerate() {
@@ -1510,6 +1524,13 @@ fn unlink_archetype_row(
         entities.location_mut(moved).expect("archetype entities are alive").archetype_row =
             loc.archetype_row;
     }
+}
+
+/// The index of the table that `loc`'s archetype keeps its rows in (a location does not hold
+/// it: the entity's meta stays 16 bytes, and a structural change reads the archetype anyway).
+#[inline(always)]
+fn table_index(archetypes: &[Archetype], loc: EntityLocation) -> usize {
+    archetypes[loc.archetype_id as usize].table_id().index()
 }
 
 /// Takes `entity`, at `loc` in `table`, out of its archetype, and fixes the location of the
@@ -1592,7 +1613,6 @@ fn spawn_in<B: Bundle>(
     let location = EntityLocation {
         archetype_id: plan.archetype.0,
         archetype_row: archetype.next_row(table_row as u32),
-        table_id: plan.table.0,
         table_row: table_row as u32,
     };
     let entity = place(entities, location)?;
@@ -1664,7 +1684,6 @@ fn spawn_rows<B: Bundle>(
             let entity = entities.try_alloc_at(EntityLocation {
                 archetype_id: plan.archetype.0,
                 archetype_row: archetype.next_row(row as u32),
-                table_id: plan.table.0,
                 table_row: row as u32,
             })?;
             // SAFETY:

@@ -6,13 +6,16 @@
 //! kept elsewhere is detected as stale from then on.
 //!
 //! # Layout
-//! [`Entities`] keeps one `EntityMeta` per index ever used, in a [`Column`]: the slot's
-//! generation, an explicit `alive` flag and the entity's [`EntityLocation`]. Past the column's
+//! [`Entities`] keeps one 16-byte `EntityMeta` per index ever used, in a [`Column`]: the slot's
+//! generation and the entity's [`EntityLocation`], whose archetype id is `u32::MAX` while the
+//! slot is not alive (no archetype has that id). Four metas fill a cache line exactly, so none
+//! straddles two (a random despawn misses on its entity's meta and on the moved entity's: one
+//! line each, and a smaller array). Past the column's
 //! small heap phase the metas never move, so growing the entity count never copies the table;
 //! as a column, the metas also get a coloured, reusable reservation (see `raw.rs`), so a fresh
 //! world reuses warm pages. The location is opaque here: the archetype
 //! layer writes it (through [`Entities::set_location`] or the `init` callback of
-//! [`Entities::flush`]) and reads it back. The `alive` flag makes [`Entities::is_alive`] exact: a
+//! [`Entities::flush`]) and reads it back. That mark makes [`Entities::is_alive`] exact: a
 //! freed entity, a never-allocated one, and one fabricated with [`Entity::from_bits`] from the
 //! slot's *next* generation all report dead, whatever their location says.
 //!
@@ -26,7 +29,7 @@
 //! # Generation overflow: the slot retires
 //! When a slot whose generation is already `u32::MAX` is freed, its generation cannot be bumped.
 //! The slot then *retires*: it is never put on the freelist again, so no `(index, generation)` pair
-//! is ever handed out twice. A retired slot costs one meta (24 bytes); it takes 2^32 - 1 frees of
+//! is ever handed out twice. A retired slot costs one meta (16 bytes); it takes 2^32 - 1 frees of
 //! the same index to retire it.
 //!
 //! # Reserving ids from `&self`
@@ -116,40 +119,61 @@ impl fmt::Display for Entity {
     }
 }
 
-/// Where an entity's data lives. Opaque to the storage layer: the archetype layer fills it in.
+/// Where an entity's data lives. Opaque to the storage layer: the archetype layer fills it in
+/// (the entity's table is its archetype's, so it is not stored here: a meta stays 16 bytes).
+///
+/// `archetype_id` is never `u32::MAX` (the mark of a slot that is not alive) nor `u32::MAX - 1`
+/// ([`EntityLocation::INVALID`]'s) for a placed entity: no world has that many archetypes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntityLocation {
     /// The entity's archetype.
     pub archetype_id: u32,
     /// The entity's row in its archetype's entity list.
     pub archetype_row: u32,
-    /// The table holding the entity's table components.
-    pub table_id: u32,
-    /// The entity's row in that table.
+    /// The entity's row in its archetype's table.
     pub table_row: u32,
 }
 
 impl EntityLocation {
-    /// No location: every field is `u32::MAX`. Fresh and freed entities have it.
-    pub const INVALID: Self = Self {
-        archetype_id: u32::MAX,
-        archetype_row: u32::MAX,
-        table_id: u32::MAX,
-        table_row: u32::MAX,
-    };
+    /// No location yet: what a live entity has until it is placed, and what freeing such an
+    /// entity returns. Its archetype id is `u32::MAX - 1`, the rest `u32::MAX`.
+    pub const INVALID: Self =
+        Self { archetype_id: u32::MAX - 1, archetype_row: u32::MAX, table_row: u32::MAX };
+
+    /// The location a slot that is not alive keeps: [`FREE`] as its archetype.
+    const FREED: Self = Self { archetype_id: FREE, archetype_row: u32::MAX, table_row: u32::MAX };
 }
 
-/// The bookkeeping for one index.
+/// The archetype id in the location of a slot that is not alive (free, reserved but not yet
+/// flushed, or retired); no live entity's location has it.
+const FREE: u32 = u32::MAX;
+
+/// The bookkeeping for one index: 16 bytes, so four fill a cache line and none straddles two.
 #[derive(Clone, Copy, Debug)]
 struct EntityMeta {
-    /// While `alive`: the generation of the live entity. While free: the generation the slot's
+    /// While alive: the generation of the live entity. While free: the generation the slot's
     /// next entity gets (bumped on free). A retired slot keeps `u32::MAX` and is never free-listed.
     generation: NonZeroU32,
-    /// Whether the entity `(index, generation)` is alive. False for free, reserved-but-unflushed
-    /// and retired slots.
-    alive: bool,
-    /// The live entity's location; `EntityLocation::INVALID` while the slot is not alive.
+    /// The live entity's location, [`EntityLocation::INVALID`] until it is placed. While the
+    /// slot is not alive (free, reserved-but-unflushed, retired): [`EntityLocation::FREED`], whose
+    /// archetype id [`FREE`] no live location has; that is what "alive" means.
     location: EntityLocation,
+}
+
+const _: () = assert!(size_of::<EntityMeta>() == 16);
+
+impl EntityMeta {
+    /// Whether the slot holds a live entity (of generation `generation`).
+    #[inline(always)]
+    fn is_alive(&self) -> bool {
+        self.location.archetype_id != FREE
+    }
+
+    /// Whether the slot holds `entity`, alive.
+    #[inline(always)]
+    fn holds(&self, entity: Entity) -> bool {
+        self.is_alive() && self.generation == entity.generation
+    }
 }
 
 /// The entity allocator: hands out [`Entity`] ids, frees them, and keeps each one's
@@ -190,13 +214,13 @@ pub struct Entities {
 
 impl Entities {
     /// An empty allocator with the default reservation for its metas
-    /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES), 24 bytes per index).
+    /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES), 16 bytes per index).
     pub fn new() -> Self {
         Self::with_config(&StorageConfig::new())
     }
 
     /// An empty allocator whose metas take their pages from `config` and reserve
-    /// [`StorageConfig::reserve_bytes`] (so at most that many bytes / 24 entities).
+    /// [`StorageConfig::reserve_bytes`] (so at most that many bytes / 16 entities).
     pub fn with_config(config: &StorageConfig) -> Self {
         Self::from_metas(Metas::new(config.column_of::<EntityMeta>()), u32::MAX)
     }
@@ -279,9 +303,8 @@ impl Entities {
         self.assert_no_pending("try_alloc");
         if let Some(entity) = self.free.pop_front() {
             let meta = &mut self.metas[entity.index as usize];
-            debug_assert!(!meta.alive, "free-listed index {} is alive", entity.index);
+            debug_assert!(!meta.is_alive(), "free-listed index {} is alive", entity.index);
             debug_assert_eq!(meta.generation, entity.generation);
-            meta.alive = true;
             store_location(&mut meta.location, location);
             self.len += 1;
             return Ok(entity);
@@ -293,7 +316,8 @@ impl Entities {
                 requested: index + 1,
             });
         }
-        let meta = EntityMeta { generation: NonZeroU32::MIN, alive: true, location };
+        debug_assert_ne!(location.archetype_id, FREE, "a live entity's location");
+        let meta = EntityMeta { generation: NonZeroU32::MIN, location };
         self.metas.try_push(meta)?;
         self.len += 1;
         // `index < max_len <= u32::MAX`.
@@ -320,7 +344,7 @@ impl Entities {
     /// last one is flushed (so a pending reservation keeps the index it was given).
     pub fn free(&mut self, entity: Entity) -> Option<EntityLocation> {
         let meta = self.metas.get_mut(entity.index as usize)?;
-        if !meta.alive || meta.generation != entity.generation {
+        if !meta.holds(entity) {
             return None;
         }
         let location = meta.location;
@@ -339,8 +363,7 @@ impl Entities {
     /// Marks a live meta free: bumps its generation and resets its location. Returns whether the
     /// slot can be reused (false: it retired).
     fn release(meta: &mut EntityMeta) -> bool {
-        meta.alive = false;
-        meta.location = EntityLocation::INVALID;
+        meta.location = EntityLocation::FREED;
         match meta.generation.checked_add(1) {
             Some(next) => {
                 meta.generation = next;
@@ -358,7 +381,7 @@ impl Entities {
     pub fn clear(&mut self) {
         self.assert_no_pending("clear");
         for (index, meta) in self.metas.iter_mut().enumerate() {
-            if meta.alive && Self::release(meta) {
+            if meta.is_alive() && Self::release(meta) {
                 // `index < metas.len() <= max_len <= u32::MAX`.
                 self.free.push_back(Entity { index: index as u32, generation: meta.generation });
             }
@@ -385,9 +408,7 @@ impl Entities {
     #[inline]
     pub fn location_mut(&mut self, entity: Entity) -> Option<&mut EntityLocation> {
         match self.metas.get_mut(entity.index as usize) {
-            Some(meta) if meta.alive && meta.generation == entity.generation => {
-                Some(&mut meta.location)
-            }
+            Some(meta) if meta.holds(entity) => Some(&mut meta.location),
             _ => None,
         }
     }
@@ -406,9 +427,7 @@ impl Entities {
     #[inline]
     pub fn set_location(&mut self, entity: Entity, location: EntityLocation) {
         match self.metas.get_mut(entity.index as usize) {
-            Some(meta) if meta.alive && meta.generation == entity.generation => {
-                store_location(&mut meta.location, location);
-            }
+            Some(meta) if meta.holds(entity) => store_location(&mut meta.location, location),
             _ => panic!("Entities::set_location: entity {entity} is not alive"),
         }
     }
@@ -417,13 +436,13 @@ impl Entities {
     #[inline]
     pub fn resolve_index(&self, index: u32) -> Option<Entity> {
         let meta = self.metas.get(index as usize)?;
-        meta.alive.then_some(Entity { index, generation: meta.generation })
+        meta.is_alive().then_some(Entity { index, generation: meta.generation })
     }
 
     #[inline]
     fn meta(&self, entity: Entity) -> Option<&EntityMeta> {
         let meta = self.metas.get(entity.index as usize)?;
-        (meta.alive && meta.generation == entity.generation).then_some(meta)
+        meta.holds(entity).then_some(meta)
     }
 
     /// Reserves an id through a shared reference; any number of threads may call it at once.
@@ -537,20 +556,16 @@ impl Entities {
         let entity = match self.free.pop_front() {
             Some(entity) => {
                 let meta = &mut self.metas[entity.index as usize];
-                debug_assert!(!meta.alive, "reserved index {} is already alive", entity.index);
+                debug_assert!(!meta.is_alive(), "reserved index {} is already alive", entity.index);
                 debug_assert_eq!(meta.generation, entity.generation);
-                meta.alive = true;
                 store_location(&mut meta.location, location);
                 entity
             }
             None => {
                 let index = self.metas.len();
                 debug_assert!(index < self.max_len, "reserved past max_len");
-                self.metas.try_push(EntityMeta {
-                    generation: NonZeroU32::MIN,
-                    alive: true,
-                    location,
-                })?;
+                debug_assert_ne!(location.archetype_id, FREE, "a live entity's location");
+                self.metas.try_push(EntityMeta { generation: NonZeroU32::MIN, location })?;
                 // `index < max_len <= u32::MAX`.
                 Entity { index: index as u32, generation: NonZeroU32::MIN }
             }
@@ -596,10 +611,11 @@ impl Entities {
 /// four stores back into one copy, so the hot callers are inlined, keeping `src` in registers.
 #[inline(always)]
 fn store_location(dst: &mut EntityLocation, src: EntityLocation) {
-    let EntityLocation { archetype_id, archetype_row, table_id, table_row } = src;
+    let EntityLocation { archetype_id, archetype_row, table_row } = src;
+    // A live entity's location never says "free" (that would make it dead).
+    debug_assert_ne!(archetype_id, FREE, "a live entity's location");
     dst.archetype_id = archetype_id;
     dst.archetype_row = archetype_row;
-    dst.table_id = table_id;
     dst.table_row = table_row;
 }
 
@@ -725,14 +741,15 @@ mod tests {
     }
 
     fn loc(n: u32) -> EntityLocation {
-        EntityLocation { archetype_id: n, archetype_row: n + 1, table_id: n + 2, table_row: n + 3 }
+        EntityLocation { archetype_id: n, archetype_row: n + 1, table_row: n + 3 }
     }
 
     #[test]
     fn entity_sizes() {
         assert_eq!(size_of::<Entity>(), 8);
         assert_eq!(size_of::<Option<Entity>>(), 8);
-        assert_eq!(size_of::<EntityMeta>(), 24);
+        assert_eq!(size_of::<EntityMeta>(), 16);
+        assert_eq!(size_of::<EntityLocation>(), 12);
     }
 
     #[test]

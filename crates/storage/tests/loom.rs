@@ -18,7 +18,7 @@ use folio_storage::{Entities, Entity, EntityLocation, StorageError};
 use loom::thread;
 
 fn loc(index: u32) -> EntityLocation {
-    EntityLocation { archetype_id: 0, archetype_row: index, table_id: 0, table_row: index }
+    EntityLocation { archetype_id: 0, archetype_row: index, table_row: index }
 }
 
 /// An allocator with `live` live entities and the first `freed` of them freed again, so

@@ -131,11 +131,11 @@ fn sparse_set_components_change_the_archetype_not_the_table() {
     let mut world = sparse_world();
     let e = world.spawn((Pos(1.0, 2.0),));
     let f = world.spawn((Pos(5.0, 6.0),));
-    let table_before = world.entities().location(e).unwrap().table_id;
+    let table_before = world.table_id_of(e).unwrap();
     let tables_before = world.tables().len();
     world.insert(e, (Sparse(7),)).unwrap();
     let loc = world.entities().location(e).unwrap();
-    assert_eq!(loc.table_id, table_before, "the table row did not move");
+    assert_eq!(world.table_id_of(e), Some(table_before), "the table row did not move");
     assert_eq!(world.tables().len(), tables_before);
     assert_ne!(loc.archetype_id, world.entities().location(f).unwrap().archetype_id);
     assert_eq!(world.get::<Sparse>(e), Some(&Sparse(7)));
@@ -143,7 +143,12 @@ fn sparse_set_components_change_the_archetype_not_the_table() {
     assert_eq!(world.get::<Sparse>(e), Some(&Sparse(8)));
     world.check_invariants();
     assert_eq!(world.remove::<(Sparse,)>(e), Some((Sparse(8),)));
-    assert_eq!(world.entities().location(e).unwrap().table_id, table_before);
+    assert_eq!(world.table_id_of(e), Some(table_before));
+    // A sparse-only entity lives in the empty table; a despawned one has none.
+    let only_sparse = world.spawn((Sparse(3),));
+    assert_eq!(world.table_id_of(only_sparse), Some(TableId::EMPTY));
+    world.despawn(only_sparse).unwrap();
+    assert_eq!(world.table_id_of(only_sparse), None);
     let g = world.spawn((Sparse(1), Vel(0.0, 0.0)));
     world.despawn(f).unwrap();
     assert_eq!(world.get::<Sparse>(g), Some(&Sparse(1)));
@@ -240,7 +245,7 @@ fn spawn_reserved_places_reserved_entities_in_place() {
     assert_eq!(world.entity(es[5]).unwrap().archetype().id(), ArchetypeId::EMPTY);
     assert_eq!(world.get::<Sparse>(sparse_only), Some(&Sparse(1)));
     let loc = world.entities().location(es[3]).unwrap();
-    let table = &world.tables()[loc.table_id as usize];
+    let table = &world.tables()[world.table_id_of(es[3]).unwrap().index()];
     let pos = table.column(world.components().id::<Pos>().unwrap()).unwrap();
     assert_eq!(pos.added_ticks()[loc.table_row as usize], tick, "added at the world's tick");
     // Same archetype as a spawned entity's, and the same in every respect.
@@ -499,8 +504,7 @@ fn spawn_batch_writes_values_ticks_and_drops_each_once() {
         assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 1.0)));
         assert!(world.get::<Tracked>(e).is_some());
     }
-    let loc = world.entities().location(es[7]).unwrap();
-    let table = &world.tables()[loc.table_id as usize];
+    let table = &world.tables()[world.table_id_of(es[7]).unwrap().index()];
     for column in table.columns() {
         assert!(column.added_ticks().iter().all(|&t| t == tick));
         assert!(column.changed_ticks().iter().all(|&t| t == tick));
@@ -589,7 +593,7 @@ fn planned_inserts_and_removes_keep_values_ticks_and_drops() {
         assert_eq!(world.get::<Vel>(e).is_some(), moved);
         if moved {
             let loc = world.entities().location(e).unwrap();
-            let table = &world.tables()[loc.table_id as usize];
+            let table = &world.tables()[world.table_id_of(e).unwrap().index()];
             let pos = world.components().id::<Pos>().unwrap();
             let vel = world.components().id::<Vel>().unwrap();
             let row = loc.table_row as usize;
@@ -1020,7 +1024,7 @@ fn entity_views_read_write_and_refuse_dead_entities() {
     assert!(view.insert((Pos(0.0, 0.0), Pos(1.0, 1.0))).is_err(), "duplicate component");
     assert_eq!(view.as_ref().get::<Pos>(), Some(&Pos(5.0, 2.0)));
     let loc = world.entities().location(e).unwrap();
-    let table = &world.tables()[loc.table_id as usize];
+    let table = &world.tables()[world.table_id_of(e).unwrap().index()];
     let pos = world.components().id::<Pos>().unwrap();
     assert!(table.column(pos).unwrap().changed_ticks()[loc.table_row as usize] > tick);
     world.check_invariants();

@@ -19,7 +19,8 @@ fn ticks<T: Component>(world: &World, entity: Entity) -> (u32, u32) {
     let loc = world.entities().location(entity).unwrap();
     match world.components().info(c).storage_type() {
         StorageType::Table => {
-            let column = world.tables()[loc.table_id as usize].column(c).unwrap();
+            let table = world.table_id_of(entity).unwrap().index();
+            let column = world.tables()[table].column(c).unwrap();
             let row = loc.table_row as usize;
             (column.added_ticks()[row], column.changed_ticks()[row])
         }
