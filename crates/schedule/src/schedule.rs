@@ -21,10 +21,19 @@
 //! such a segment's work (on the 2-core test machine, 50 empty systems took 0.6 µs on one
 //! thread and 20 µs on two). The work is what the segment takes on the calling thread: its
 //! first run uses the pool, its second is timed on the calling thread; from then on a small
-//! segment stays there (timed every run, so one whose work grows goes to the pool), and a
-//! large one runs on the pool and is timed on the calling thread again every 64th run. The
-//! choice changes only where systems run, never what they compute: the result is the same
-//! either way.
+//! segment stays there (timed every run, so one whose work grows goes to the pool).
+//!
+//! A larger segment runs where it has run faster. Its time runs until the next segment starts,
+//! so it includes applying its systems' commands at the next sync point or at the end of the
+//! run: threads do not always pay. Waking a sleeping pool thread can cost tens of microseconds
+//! on a virtual machine, and commands applied after a run on the pool find the systems' writes
+//! in another core's cache (frame_churn on the 2-core Intel VM: 250 µs a frame on the pool,
+//! 220 µs on one thread). The way it runs is timed every run (a moving average, a new run
+//! weighing a quarter); every 64 runs it runs the other way for 4 runs, of which the last
+//! counts (the first pays for waking the pool's threads, which back-to-back runs on the pool
+//! do not). It changes ways only when the other was faster by a tenth, so where the two are
+//! close the choice does not follow the noise. The choice changes only where systems run,
+//! never what they compute: the result is the same either way.
 //!
 //! # Panics
 //! A system that panics stops the launch of further systems; the ones already running finish,
@@ -94,18 +103,102 @@ enum Segment {
     Exclusive(usize),
 }
 
-/// What the executor knows of a parallel segment's cost.
-#[derive(Clone, Copy, Debug, Default)]
+/// What the executor knows of a parallel segment's cost: its runs each way, timed from its
+/// start to the start of the next segment (or the end of the run), commands applied. The way
+/// it runs is a moving average of its runs ([`blend`]), so that one slow run does not flip the
+/// choice; the other way is the last run of its latest probe.
+#[derive(Clone, Copy, Debug)]
 struct SegmentRuns {
-    /// How long the segment took the last time it ran on the calling thread: its work.
-    serial_work: Option<Duration>,
-    /// Runs since then.
-    since_serial: u32,
+    /// Runs on the calling thread: the segment's work.
+    serial: Option<Duration>,
+    /// Runs on the pool.
+    pool: Option<Duration>,
+    /// Runs the way the timings favour since the last probe ended.
+    since_probe: u32,
+    /// The probe under way: whether it runs on the pool, and how many runs it has left.
+    probe: Option<(bool, u32)>,
+    /// Whether the timings favour the pool (for a segment over the threshold). It changes
+    /// only when the other way was faster by a tenth: where the two are close, the choice
+    /// stays put instead of following the noise.
+    pool_favoured: bool,
 }
 
-/// A segment on the pool is run once on the calling thread every this many runs, to see
-/// whether its work has become too small for threads.
+impl Default for SegmentRuns {
+    fn default() -> Self {
+        Self { serial: None, pool: None, since_probe: 0, probe: None, pool_favoured: true }
+    }
+}
+
+impl SegmentRuns {
+    /// Whether the timings favour the pool (see `pool_favoured`).
+    fn pool_pays(&self) -> bool {
+        self.pool_favoured
+    }
+
+    /// Takes a new timing into account: the other way becomes favoured if it was faster by
+    /// more than a tenth.
+    fn reconsider(&mut self) {
+        if let (Some(pool), Some(serial)) = (self.pool, self.serial) {
+            let (now, other) = if self.pool_favoured { (pool, serial) } else { (serial, pool) };
+            if other * 10 < now * 9 {
+                self.pool_favoured = !self.pool_favoured;
+            }
+        }
+    }
+}
+
+/// A parallel segment's run being timed, until the next segment starts.
+struct SegmentTiming {
+    /// Its index in the plan's segments.
+    segment: usize,
+    /// Whether it ran on the pool.
+    on_pool: bool,
+    /// Whether the run is part of a probe.
+    probe: bool,
+    started: Instant,
+}
+
+impl SegmentTiming {
+    /// Records the time since the segment started as its latest run that way.
+    fn finish(self, segments: &mut [Segment]) {
+        let Segment::Parallel { runs, .. } = &mut segments[self.segment] else {
+            unreachable!("only parallel segments are timed")
+        };
+        let took = self.started.elapsed();
+        let time = if self.on_pool { &mut runs.pool } else { &mut runs.serial };
+        if !self.probe {
+            *time = Some(blend(*time, took));
+            runs.since_probe = runs.since_probe.saturating_add(1);
+            runs.reconsider();
+            return;
+        }
+        // A probe's run replaces what was known of that way (an old run, maybe the segment's
+        // cold first one); its last run, past the wake-up of the first, is what stays.
+        *time = Some(took);
+        runs.reconsider();
+        if let Some((_, left)) = &mut runs.probe {
+            *left -= 1;
+            if *left == 0 {
+                runs.probe = None;
+                runs.since_probe = 0;
+            }
+        }
+    }
+}
+
+/// A moving average of a segment's run times: the first run as it is, then each new run
+/// weighing a quarter.
+fn blend(average: Option<Duration>, run: Duration) -> Duration {
+    average.map_or(run, |average| (average * 3 + run) / 4)
+}
+
+/// A segment runs the way its timings do not favour for [`PROBE_RUNS`] runs once every this
+/// many, to see whether that has changed (the pool began or ceased to pay).
 const PROBE_EVERY: u32 = 64;
+
+/// The runs of a probe. More than one: the pool's first run after a while on the calling
+/// thread pays for waking its sleeping threads, which back-to-back runs on the pool do not.
+const PROBE_RUNS: u32 = 4;
 
 /// The default of [`Schedule::set_min_parallel_work`].
 pub const MIN_PARALLEL_WORK: Duration = Duration::from_micros(40);
@@ -428,8 +521,16 @@ impl Schedule {
         let mut applied_upto = 0;
         let mut failure: Option<(usize, String)> = None;
         let (order, position) = (&plan.order, &plan.position);
-        for segment in &mut plan.segments {
-            match segment {
+        // The parallel segment being timed: until the next segment that is not a sync point,
+        // so its time includes applying its systems' commands.
+        let mut timing: Option<SegmentTiming> = None;
+        for s in 0..plan.segments.len() {
+            let sync_point =
+                matches!(plan.segments[s], Segment::Exclusive(i) if self.node(i).sync_point);
+            if !sync_point && let Some(timing) = timing.take() {
+                timing.finish(&mut plan.segments);
+            }
+            match &mut plan.segments[s] {
                 Segment::Parallel { nodes, predecessors, successors, runs } => {
                     // The segment is a contiguous slice of the order: its systems take the
                     // next `len` ticks, in that order, whatever the world's tick is now (an
@@ -440,8 +541,9 @@ impl Schedule {
                         world.increment_change_tick();
                     }
                     let ticks = |i: usize| seg_base.wrapping_add((position[i] - first) as u32);
-                    let on_pool = self.segment_on_pool(runs);
-                    let started = Instant::now();
+                    let (on_pool, probe) = self.segment_on_pool(runs);
+                    timing =
+                        Some(SegmentTiming { segment: s, on_pool, probe, started: Instant::now() });
                     failure = self.run_parallel(
                         world,
                         nodes,
@@ -451,12 +553,6 @@ impl Schedule {
                         ticks,
                         on_pool,
                     );
-                    if on_pool {
-                        runs.since_serial = runs.since_serial.saturating_add(1);
-                    } else {
-                        *runs =
-                            SegmentRuns { serial_work: Some(started.elapsed()), since_serial: 0 };
-                    }
                 }
                 Segment::Exclusive(i) => {
                     let i = *i;
@@ -484,6 +580,9 @@ impl Schedule {
             }
         }
         let applied = self.apply_commands(world, &order[applied_upto..]);
+        if let Some(timing) = timing {
+            timing.finish(&mut plan.segments);
+        }
         for (_, update) in &self.event_updaters {
             update(world);
         }
@@ -523,18 +622,29 @@ impl Schedule {
         first_panic.map_or(Ok(()), Err)
     }
 
-    /// Whether a parallel segment runs on the pool this time (see the module docs): its first
-    /// run does (its work is unknown), its second runs on this thread to measure the work,
-    /// then work under `min_parallel_work` stays on this thread (timed each run) and work over
-    /// it goes to the pool, measured again on this thread every [`PROBE_EVERY`] runs.
-    fn segment_on_pool(&self, runs: &SegmentRuns) -> bool {
+    /// Whether a parallel segment runs on the pool this time (see the module docs), and
+    /// whether the run is part of a probe of the way its timings do not favour. Its first run
+    /// does (its work is unknown), its second runs on this thread to measure the work; then
+    /// work under `min_parallel_work` stays on this thread (timed each run), and work over it
+    /// runs where it has run faster, the other way for [`PROBE_RUNS`] runs every
+    /// [`PROBE_EVERY`].
+    fn segment_on_pool(&self, runs: &mut SegmentRuns) -> (bool, bool) {
         let min = self.min_parallel_work;
         if min == Duration::ZERO || min == Duration::MAX {
-            return min == Duration::ZERO;
+            return (min == Duration::ZERO, false);
         }
-        match runs.serial_work {
-            None => runs.since_serial == 0,
-            Some(work) => work >= min && runs.since_serial < PROBE_EVERY,
+        match runs.serial {
+            None => (runs.pool.is_none(), false),
+            Some(work) if work < min => (false, false),
+            Some(_) => {
+                if runs.probe.is_none() && runs.since_probe >= PROBE_EVERY {
+                    runs.probe = Some((!runs.pool_pays(), PROBE_RUNS));
+                }
+                match runs.probe {
+                    Some((on_pool, _)) => (on_pool, true),
+                    None => (runs.pool_pays(), false),
+                }
+            }
         }
     }
 

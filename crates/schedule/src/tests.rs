@@ -568,6 +568,42 @@ fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     assert!(runs.contains(&2), "the pool on some run: {runs:?}");
 }
 
+/// Systems of [`a_segment_slower_on_the_pool_stays_on_the_calling_thread`] running now.
+static CONTENDED_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// 1 ms of work, and 3 ms more if another `contended` system runs at the same time: two of
+/// them take 2 ms on one thread and 4 ms or more side by side (as systems bound by memory can
+/// be slower together than one after the other).
+fn contended(seen: Res<SeenThreads>) {
+    seen.0.lock().unwrap().insert(std::thread::current().id());
+    CONTENDED_RUNNING.fetch_add(1, Ordering::SeqCst);
+    let start = std::time::Instant::now();
+    let mut until = start + Duration::from_millis(1);
+    while std::time::Instant::now() < until {
+        if CONTENDED_RUNNING.load(Ordering::SeqCst) > 1 {
+            until = start + Duration::from_millis(4);
+        }
+        std::hint::spin_loop();
+    }
+    CONTENDED_RUNNING.fetch_sub(1, Ordering::SeqCst);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "timing: decides by measured run times")]
+fn a_segment_slower_on_the_pool_stays_on_the_calling_thread() {
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.set_min_parallel_work(Duration::from_micros(100));
+    schedule.add_systems((contended, contended));
+    // Run 0 on the pool (work unknown); run 1 timed on this thread: 2 ms, over the threshold,
+    // and faster than run 0 (4 ms or more if the two overlapped, 2 ms and a wake if not). So
+    // the runs after stay on this thread, until runs 64 to 67 probe the pool.
+    let runs = threads_per_run(&mut schedule, &mut world, 70);
+    assert!(runs[1..64].iter().all(|&n| n == 1), "one thread from run 1 on: {runs:?}");
+    // Still slower there: back on this thread.
+    assert!(runs[68..].iter().all(|&n| n == 1), "one thread after the probe: {runs:?}");
+}
+
 #[test]
 fn an_exclusive_system_that_takes_ticks_itself_stays_visible() {
     fn excl(world: &mut World) {
