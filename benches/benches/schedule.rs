@@ -29,7 +29,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use folio_benches::{SEED, SplitMix64};
+use folio_benches::churn::{self, Churn, Position, Velocity, pos, vel};
 
 /// Entities per archetype of the `schedule` workload.
 const N: usize = 10_000;
@@ -342,50 +342,6 @@ fn empty_systems(c: &mut Criterion) {
 
 // ----- frame_churn -----
 
-/// Entities of the `frame_churn` world.
-const CHURN_N: usize = 100_000;
-/// Despawned and spawned per frame (1%).
-const CHURN_K: usize = CHURN_N / 100;
-
-#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
-struct Position([f32; 3]);
-#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
-struct Velocity([f32; 3]);
-
-fn pos(i: usize) -> Position {
-    Position([i as f32, 0.0, 0.0])
-}
-fn vel(i: usize) -> Velocity {
-    Velocity([1.0, (i % 7) as f32, 0.5])
-}
-
-/// The churn's state: live entities (in the order they were spawned, with `swap_remove`
-/// holes filled) and the seeded generator that picks which die.
-#[derive(bevy_ecs::resource::Resource, shipyard::Unique)]
-struct Churn<Id: Send + Sync + 'static> {
-    live: Vec<Id>,
-    rng: SplitMix64,
-    spawned: usize,
-}
-
-impl<Id: Send + Sync + Copy + 'static> Churn<Id> {
-    fn new(live: Vec<Id>) -> Self {
-        Self { spawned: live.len(), live, rng: SplitMix64::new(SEED) }
-    }
-
-    /// Picks one live entity at random and drops it from the list.
-    fn pick(&mut self) -> Id {
-        let i = self.rng.below(self.live.len() as u64) as usize;
-        self.live.swap_remove(i)
-    }
-
-    /// The index of the next new entity.
-    fn next(&mut self) -> usize {
-        self.spawned += 1;
-        self.spawned
-    }
-}
-
 fn folio_integrate(mut q: folio_schedule::Query<(&mut Position, &Velocity)>) {
     for (mut p, v) in q.iter_mut() {
         for k in 0..3 {
@@ -398,12 +354,12 @@ fn folio_churn(
     mut churn: folio_schedule::ResMut<Churn<folio_schedule::Entity>>,
     mut commands: folio_schedule::Commands,
 ) {
-    for _ in 0..CHURN_K {
+    for _ in 0..churn::K {
         let e = churn.pick();
         commands.despawn(e);
     }
-    for _ in 0..CHURN_K {
-        let i = churn.next();
+    for _ in 0..churn::K {
+        let i = churn.next_index();
         let e = commands.spawn((pos(i), vel(i)));
         churn.live.push(e);
     }
@@ -411,12 +367,12 @@ fn folio_churn(
 
 fn folio_churn_exclusive(world: &mut folio_schedule::World) {
     let mut churn = world.remove_resource::<Churn<folio_schedule::Entity>>().unwrap();
-    for _ in 0..CHURN_K {
+    for _ in 0..churn::K {
         let e = churn.pick();
         world.despawn(e).unwrap();
     }
-    for _ in 0..CHURN_K {
-        let i = churn.next();
+    for _ in 0..churn::K {
+        let i = churn.next_index();
         churn.live.push(world.spawn((pos(i), vel(i))));
     }
     world.insert_resource(churn);
@@ -434,12 +390,12 @@ fn bevy_churn(
     mut churn: bevy_ecs::system::ResMut<Churn<bevy_ecs::entity::Entity>>,
     mut commands: bevy_ecs::system::Commands,
 ) {
-    for _ in 0..CHURN_K {
+    for _ in 0..churn::K {
         let e = churn.pick();
         commands.entity(e).despawn();
     }
-    for _ in 0..CHURN_K {
-        let i = churn.next();
+    for _ in 0..churn::K {
+        let i = churn.next_index();
         let e = commands.spawn((pos(i), vel(i))).id();
         churn.live.push(e);
     }
@@ -456,12 +412,12 @@ fn shipyard_integrate(mut p: shipyard::ViewMut<Position>, v: shipyard::View<Velo
 
 fn shipyard_churn(mut all: shipyard::AllStoragesViewMut) {
     let mut churn = all.remove_unique::<Churn<shipyard::EntityId>>().unwrap();
-    for _ in 0..CHURN_K {
+    for _ in 0..churn::K {
         let e = churn.pick();
         all.delete_entity(e);
     }
-    for _ in 0..CHURN_K {
-        let i = churn.next();
+    for _ in 0..churn::K {
+        let i = churn.next_index();
         churn.live.push(all.add_entity((pos(i), vel(i))));
     }
     all.add_unique(churn);
@@ -473,12 +429,12 @@ fn hecs_frame(world: &mut hecs::World, churn: &mut Churn<hecs::Entity>) {
             p.0[k] += v.0[k];
         }
     }
-    for _ in 0..CHURN_K {
+    for _ in 0..churn::K {
         let e = churn.pick();
         world.despawn(e).unwrap();
     }
-    for _ in 0..CHURN_K {
-        let i = churn.next();
+    for _ in 0..churn::K {
+        let i = churn.next_index();
         churn.live.push(world.spawn((pos(i), vel(i))));
     }
 }
@@ -488,27 +444,27 @@ fn frame_churn(c: &mut Criterion) {
     let mut group = group_config(c, "frame_churn");
     group.bench_function("folio", |b| {
         let mut world = folio_schedule::World::new();
-        let live = world.spawn_batch((0..CHURN_N).map(|i| (pos(i), vel(i))));
+        let live = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i))));
         world.insert_resource(Churn::new(live));
         let mut schedule = folio_schedule::Schedule::new();
         schedule.add_systems((folio_integrate, folio_churn));
         schedule.initialize(&mut world).unwrap();
         b.iter(|| schedule.run(black_box(&mut world)).unwrap());
-        assert_eq!(world.len(), CHURN_N);
+        assert_eq!(world.len(), churn::N);
     });
     group.bench_function("folio_exclusive", |b| {
         let mut world = folio_schedule::World::new();
-        let live = world.spawn_batch((0..CHURN_N).map(|i| (pos(i), vel(i))));
+        let live = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i))));
         world.insert_resource(Churn::new(live));
         let mut schedule = folio_schedule::Schedule::new();
         schedule.add_systems((folio_integrate, folio_churn_exclusive));
         schedule.initialize(&mut world).unwrap();
         b.iter(|| schedule.run(black_box(&mut world)).unwrap());
-        assert_eq!(world.len(), CHURN_N);
+        assert_eq!(world.len(), churn::N);
     });
     group.bench_function("bevy", |b| {
         let mut world = bevy_ecs::world::World::new();
-        let live: Vec<_> = world.spawn_batch((0..CHURN_N).map(|i| (pos(i), vel(i)))).collect();
+        let live: Vec<_> = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
         world.insert_resource(Churn::new(live));
         let mut schedule = bevy_schedule();
         schedule.add_systems((bevy_integrate, bevy_churn));
@@ -517,14 +473,14 @@ fn frame_churn(c: &mut Criterion) {
     });
     group.bench_function("hecs", |b| {
         let mut world = hecs::World::new();
-        let live: Vec<_> = world.spawn_batch((0..CHURN_N).map(|i| (pos(i), vel(i)))).collect();
+        let live: Vec<_> = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
         let mut churn = Churn::new(live);
         b.iter(|| hecs_frame(black_box(&mut world), &mut churn));
-        assert_eq!(world.len() as usize, CHURN_N);
+        assert_eq!(world.len() as usize, churn::N);
     });
     group.bench_function("shipyard", |b| {
         let mut world = shipyard::World::new();
-        let live: Vec<_> = world.bulk_add_entity((0..CHURN_N).map(|i| (pos(i), vel(i)))).collect();
+        let live: Vec<_> = world.bulk_add_entity((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
         world.add_unique(Churn::new(live));
         let (workload, _) = shipyard::Workload::new("churn")
             .with_system(shipyard_integrate)

@@ -159,3 +159,64 @@ mod tests {
         assert!(v.is_empty());
     }
 }
+
+/// The `frame_churn` workload (issue 5), shared by the criterion bench and the `churn_report`
+/// and `churn_phases` binaries so that all three measure the same frame: `N` entities with
+/// ([`Position`](churn::Position), [`Velocity`](churn::Velocity)); each frame integrates all,
+/// despawns `K` picked at random from the list of live entities and spawns `K` new.
+pub mod churn {
+    use crate::{SEED, SplitMix64};
+
+    /// Entities of the world.
+    pub const N: usize = 100_000;
+    /// Despawned and spawned per frame (1%).
+    pub const K: usize = N / 100;
+
+    /// Where an entity is.
+    #[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
+    pub struct Position(pub [f32; 3]);
+
+    /// How fast it moves.
+    #[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
+    pub struct Velocity(pub [f32; 3]);
+
+    /// The position of the `i`-th entity spawned.
+    pub fn pos(i: usize) -> Position {
+        Position([i as f32, 0.0, 0.0])
+    }
+
+    /// The velocity of the `i`-th entity spawned.
+    pub fn vel(i: usize) -> Velocity {
+        Velocity([1.0, (i % 7) as f32, 0.5])
+    }
+
+    /// The churn's state: the live entities (in the order they were spawned, with
+    /// `swap_remove` holes filled) and the seeded generator that picks which die, the same
+    /// list positions for every library.
+    #[derive(bevy_ecs::resource::Resource, shipyard::Unique)]
+    pub struct Churn<Id: Send + Sync + 'static> {
+        /// The live entities.
+        pub live: Vec<Id>,
+        rng: SplitMix64,
+        spawned: usize,
+    }
+
+    impl<Id: Send + Sync + Copy + 'static> Churn<Id> {
+        /// The state for a world whose live entities are `live`.
+        pub fn new(live: Vec<Id>) -> Self {
+            Self { spawned: live.len(), live, rng: SplitMix64::new(SEED) }
+        }
+
+        /// Picks one live entity at random and drops it from the list.
+        pub fn pick(&mut self) -> Id {
+            let i = self.rng.below(self.live.len() as u64) as usize;
+            self.live.swap_remove(i)
+        }
+
+        /// The index of the next new entity.
+        pub fn next_index(&mut self) -> usize {
+            self.spawned += 1;
+            self.spawned
+        }
+    }
+}

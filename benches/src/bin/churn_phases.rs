@@ -20,43 +20,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use folio_benches::{SEED, SplitMix64};
+use folio_benches::churn::{Churn, K, N, Position, Velocity, pos, vel};
 use folio_schedule::{CommandQueue, CommandStats, Commands, World, WorldQueryExt};
-
-const N: usize = 100_000;
-const K: usize = N / 100;
-
-#[derive(Clone, Copy)]
-struct Position([f32; 3]);
-#[derive(Clone, Copy)]
-struct Velocity([f32; 3]);
-
-fn pos(i: usize) -> Position {
-    Position([i as f32, 0.0, 0.0])
-}
-fn vel(i: usize) -> Velocity {
-    Velocity([1.0, (i % 7) as f32, 0.5])
-}
-
-struct Churn<Id> {
-    live: Vec<Id>,
-    rng: SplitMix64,
-    spawned: usize,
-}
-
-impl<Id: Copy> Churn<Id> {
-    fn new(live: Vec<Id>) -> Self {
-        Self { spawned: live.len(), live, rng: SplitMix64::new(SEED) }
-    }
-    fn pick(&mut self) -> Id {
-        let i = self.rng.below(self.live.len() as u64) as usize;
-        self.live.swap_remove(i)
-    }
-    fn next(&mut self) -> usize {
-        self.spawned += 1;
-        self.spawned
-    }
-}
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -103,7 +68,7 @@ fn folio(warm: usize, frames: usize, direct: bool) {
             });
             apply = timed(|| {
                 for _ in 0..K {
-                    let i = churn.next();
+                    let i = churn.next_index();
                     churn.live.push(world.spawn((pos(i), vel(i))));
                 }
             });
@@ -114,7 +79,7 @@ fn folio(warm: usize, frames: usize, direct: bool) {
                     commands.despawn(churn.pick());
                 }
                 for _ in 0..K {
-                    let i = churn.next();
+                    let i = churn.next_index();
                     churn.live.push(commands.spawn((pos(i), vel(i))));
                 }
             });
@@ -163,7 +128,7 @@ fn hecs(warm: usize, frames: usize) {
         });
         let spawn = timed(|| {
             for _ in 0..K {
-                let i = churn.next();
+                let i = churn.next_index();
                 churn.live.push(world.spawn((pos(i), vel(i))));
             }
         });
@@ -242,7 +207,7 @@ mod sched {
             commands.despawn(e);
         }
         for _ in 0..K {
-            let i = churn.next();
+            let i = churn.next_index();
             let e = commands.spawn((pos(i), vel(i)));
             churn.live.push(e);
         }

@@ -22,45 +22,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use folio_benches::{SEED, SplitMix64};
+use folio_benches::churn::{Churn, K, N, Position, Velocity, pos, vel};
 
-const N: usize = 100_000;
-const K: usize = N / 100;
 const FRAMES: usize = 300;
-
-#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
-struct Position([f32; 3]);
-#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
-struct Velocity([f32; 3]);
-
-fn pos(i: usize) -> Position {
-    Position([i as f32, 0.0, 0.0])
-}
-fn vel(i: usize) -> Velocity {
-    Velocity([1.0, (i % 7) as f32, 0.5])
-}
-
-/// Live entities and the seeded generator that picks which die.
-#[derive(bevy_ecs::resource::Resource, shipyard::Unique)]
-struct Churn<Id: Send + Sync + 'static> {
-    live: Vec<Id>,
-    rng: SplitMix64,
-    spawned: usize,
-}
-
-impl<Id: Send + Sync + Copy + 'static> Churn<Id> {
-    fn new(live: Vec<Id>) -> Self {
-        Self { spawned: live.len(), live, rng: SplitMix64::new(SEED) }
-    }
-    fn pick(&mut self) -> Id {
-        let i = self.rng.below(self.live.len() as u64) as usize;
-        self.live.swap_remove(i)
-    }
-    fn next(&mut self) -> usize {
-        self.spawned += 1;
-        self.spawned
-    }
-}
 
 fn folio_integrate(mut q: folio_schedule::Query<(&mut Position, &Velocity)>) {
     for (mut p, v) in q.iter_mut() {
@@ -79,7 +43,7 @@ fn folio_churn(
         commands.despawn(e);
     }
     for _ in 0..K {
-        let i = churn.next();
+        let i = churn.next_index();
         let e = commands.spawn((pos(i), vel(i)));
         churn.live.push(e);
     }
@@ -92,7 +56,7 @@ fn folio_churn_exclusive(world: &mut folio_schedule::World) {
         world.despawn(e).unwrap();
     }
     for _ in 0..K {
-        let i = churn.next();
+        let i = churn.next_index();
         churn.live.push(world.spawn((pos(i), vel(i))));
     }
     world.insert_resource(churn);
@@ -115,7 +79,7 @@ fn bevy_churn(
         commands.entity(e).despawn();
     }
     for _ in 0..K {
-        let i = churn.next();
+        let i = churn.next_index();
         let e = commands.spawn((pos(i), vel(i))).id();
         churn.live.push(e);
     }
@@ -137,7 +101,7 @@ fn shipyard_churn(mut all: shipyard::AllStoragesViewMut) {
         all.delete_entity(e);
     }
     for _ in 0..K {
-        let i = churn.next();
+        let i = churn.next_index();
         churn.live.push(all.add_entity((pos(i), vel(i))));
     }
     all.add_unique(churn);
@@ -199,7 +163,7 @@ fn run_hecs() -> Vec<u64> {
             world.despawn(e).unwrap();
         }
         for _ in 0..K {
-            let i = churn.next();
+            let i = churn.next_index();
             churn.live.push(world.spawn((pos(i), vel(i))));
         }
     });
