@@ -108,7 +108,7 @@ enum Segment {
 /// it runs is a moving average of its runs ([`blend`]), so that one slow run does not flip the
 /// choice; the other way is the last run of its latest probe.
 #[derive(Clone, Copy, Debug)]
-struct SegmentRuns {
+pub(crate) struct SegmentRuns {
     /// Runs on the calling thread: the segment's work.
     serial: Option<Duration>,
     /// Runs on the pool.
@@ -133,6 +133,50 @@ impl SegmentRuns {
     /// Whether the timings favour the pool (see `pool_favoured`).
     fn pool_pays(&self) -> bool {
         self.pool_favoured
+    }
+
+    /// Where the segment runs next: whether on the pool, and whether that run is part of a
+    /// probe of the way its timings do not favour (see [`Schedule::segment_on_pool`], which
+    /// handles the thresholds `ZERO` and `MAX`). Its first run is on the pool (its work is
+    /// unknown), its second on this thread to measure the work; then work under `min` stays on
+    /// this thread (timed each run), and work over it runs the way the timings favour, and the
+    /// other way for [`PROBE_RUNS`] runs after every [`PROBE_EVERY`].
+    pub(crate) fn next_run(&mut self, min: Duration) -> (bool, bool) {
+        match self.serial {
+            None => (self.pool.is_none(), false),
+            Some(work) if work < min => (false, false),
+            Some(_) => {
+                if self.probe.is_none() && self.since_probe >= PROBE_EVERY {
+                    self.probe = Some((!self.pool_pays(), PROBE_RUNS));
+                }
+                match self.probe {
+                    Some((on_pool, _)) => (on_pool, true),
+                    None => (self.pool_pays(), false),
+                }
+            }
+        }
+    }
+
+    /// Records a run that took `took`, on the pool or not, part of a probe or not.
+    pub(crate) fn record(&mut self, on_pool: bool, probe: bool, took: Duration) {
+        let time = if on_pool { &mut self.pool } else { &mut self.serial };
+        if !probe {
+            *time = Some(blend(*time, took));
+            self.since_probe = self.since_probe.saturating_add(1);
+            self.reconsider();
+            return;
+        }
+        // A probe's run replaces what was known of that way (an old run, maybe the segment's
+        // cold first one); its last run, past the wake-up of the first, is what stays.
+        *time = Some(took);
+        self.reconsider();
+        if let Some((_, left)) = &mut self.probe {
+            *left -= 1;
+            if *left == 0 {
+                self.probe = None;
+                self.since_probe = 0;
+            }
+        }
     }
 
     /// Takes a new timing into account: the other way becomes favoured if it was faster by
@@ -164,25 +208,7 @@ impl SegmentTiming {
         let Segment::Parallel { runs, .. } = &mut segments[self.segment] else {
             unreachable!("only parallel segments are timed")
         };
-        let took = self.started.elapsed();
-        let time = if self.on_pool { &mut runs.pool } else { &mut runs.serial };
-        if !self.probe {
-            *time = Some(blend(*time, took));
-            runs.since_probe = runs.since_probe.saturating_add(1);
-            runs.reconsider();
-            return;
-        }
-        // A probe's run replaces what was known of that way (an old run, maybe the segment's
-        // cold first one); its last run, past the wake-up of the first, is what stays.
-        *time = Some(took);
-        runs.reconsider();
-        if let Some((_, left)) = &mut runs.probe {
-            *left -= 1;
-            if *left == 0 {
-                runs.probe = None;
-                runs.since_probe = 0;
-            }
-        }
+        runs.record(self.on_pool, self.probe, self.started.elapsed());
     }
 }
 
@@ -623,29 +649,14 @@ impl Schedule {
     }
 
     /// Whether a parallel segment runs on the pool this time (see the module docs), and
-    /// whether the run is part of a probe of the way its timings do not favour. Its first run
-    /// does (its work is unknown), its second runs on this thread to measure the work; then
-    /// work under `min_parallel_work` stays on this thread (timed each run), and work over it
-    /// runs where it has run faster, the other way for [`PROBE_RUNS`] runs every
-    /// [`PROBE_EVERY`].
+    /// whether the run is part of a probe ([`SegmentRuns::next_run`]); `min_parallel_work`
+    /// `ZERO` always uses the pool, `MAX` never.
     fn segment_on_pool(&self, runs: &mut SegmentRuns) -> (bool, bool) {
         let min = self.min_parallel_work;
         if min == Duration::ZERO || min == Duration::MAX {
             return (min == Duration::ZERO, false);
         }
-        match runs.serial {
-            None => (runs.pool.is_none(), false),
-            Some(work) if work < min => (false, false),
-            Some(_) => {
-                if runs.probe.is_none() && runs.since_probe >= PROBE_EVERY {
-                    runs.probe = Some((!runs.pool_pays(), PROBE_RUNS));
-                }
-                match runs.probe {
-                    Some((on_pool, _)) => (on_pool, true),
-                    None => (runs.pool_pays(), false),
-                }
-            }
-        }
+        runs.next_run(min)
     }
 
     /// Runs one parallel segment, on the pool or (`on_pool` false) on this thread in

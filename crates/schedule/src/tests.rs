@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::prelude::*;
+use crate::schedule::SegmentRuns;
 use crate::{ScheduleError, SystemAccess};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -538,14 +539,15 @@ fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     }
     let runs = threads_per_run(&mut quick, &mut world, 4);
     assert!(runs[1..].iter().all(|&n| n == 1), "after the first run, one thread: {runs:?}");
-    // Eight systems of 1 ms each: 8 ms of work, well over a 100 µs threshold, stay on the
-    // pool and use both threads.
+    // Eight systems of 1 ms each: 8 ms of work, well over a 100 µs threshold, run on the
+    // pool, where they take about half as long, and use both threads. (On a loaded machine
+    // the pool may lose a run or two to this thread; its probe within 70 runs brings it back.)
     let mut heavy = Schedule::new();
     heavy.set_min_parallel_work(Duration::from_micros(100));
     for _ in 0..8 {
         heavy.add_systems(note_thread);
     }
-    let runs = threads_per_run(&mut heavy, &mut world, 6);
+    let runs = threads_per_run(&mut heavy, &mut world, 70);
     assert!(runs.contains(&2), "some run used both threads: {runs:?}");
     assert_eq!(runs[1], 1, "the second run measures the work on one thread: {runs:?}");
     // `Duration::MAX`: never the pool, not even on the first run; `ZERO`: always.
@@ -568,40 +570,74 @@ fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     assert!(runs.contains(&2), "the pool on some run: {runs:?}");
 }
 
-/// Systems of [`a_segment_slower_on_the_pool_stays_on_the_calling_thread`] running now.
-static CONTENDED_RUNNING: AtomicUsize = AtomicUsize::new(0);
-
-/// 1 ms of work, and 3 ms more if another `contended` system runs at the same time: two of
-/// them take 2 ms on one thread and 4 ms or more side by side (as systems bound by memory can
-/// be slower together than one after the other).
-fn contended(seen: Res<SeenThreads>) {
-    seen.0.lock().unwrap().insert(std::thread::current().id());
-    CONTENDED_RUNNING.fetch_add(1, Ordering::SeqCst);
-    let start = std::time::Instant::now();
-    let mut until = start + Duration::from_millis(1);
-    while std::time::Instant::now() < until {
-        if CONTENDED_RUNNING.load(Ordering::SeqCst) > 1 {
-            until = start + Duration::from_millis(4);
-        }
-        std::hint::spin_loop();
-    }
-    CONTENDED_RUNNING.fetch_sub(1, Ordering::SeqCst);
+/// Runs a segment's choice of thread ([`SegmentRuns`]) for `runs` runs against made-up
+/// timings: `cost(run, on_pool, first_of_probe)` is what a run takes. Returns where each ran
+/// (`true`: the pool).
+fn choices(
+    runs: usize,
+    min: Duration,
+    mut cost: impl FnMut(usize, bool, bool) -> Duration,
+) -> Vec<bool> {
+    let mut segment = SegmentRuns::default();
+    let mut was_probe = false;
+    (0..runs)
+        .map(|run| {
+            let (on_pool, probe) = segment.next_run(min);
+            let first_of_probe = probe && !was_probe;
+            was_probe = probe;
+            segment.record(on_pool, probe, cost(run, on_pool, first_of_probe));
+            on_pool
+        })
+        .collect()
 }
 
+const MS: Duration = Duration::from_millis(1);
+
 #[test]
-#[cfg_attr(miri, ignore = "timing: decides by measured run times")]
-fn a_segment_slower_on_the_pool_stays_on_the_calling_thread() {
-    let mut world = World::new();
-    let mut schedule = Schedule::new();
-    schedule.set_min_parallel_work(Duration::from_micros(100));
-    schedule.add_systems((contended, contended));
-    // Run 0 on the pool (work unknown); run 1 timed on this thread: 2 ms, over the threshold,
-    // and faster than run 0 (4 ms or more if the two overlapped, 2 ms and a wake if not). So
-    // the runs after stay on this thread, until runs 64 to 67 probe the pool.
-    let runs = threads_per_run(&mut schedule, &mut world, 70);
-    assert!(runs[1..64].iter().all(|&n| n == 1), "one thread from run 1 on: {runs:?}");
-    // Still slower there: back on this thread.
-    assert!(runs[68..].iter().all(|&n| n == 1), "one thread after the probe: {runs:?}");
+fn a_segment_runs_where_it_has_run_faster() {
+    let min = crate::MIN_PARALLEL_WORK;
+    // 2 ms on this thread, 4 ms on the pool: the first run is on the pool (work unknown), the
+    // second here; then here, but for the four runs of a probe of the pool every 64.
+    let pool_slower = choices(140, min, |_, on_pool, _| if on_pool { 4 * MS } else { 2 * MS });
+    let pool_runs: Vec<usize> = (0..140).filter(|&r| pool_slower[r]).collect();
+    assert_eq!(pool_runs, [0, 64, 65, 66, 67, 132, 133, 134, 135]);
+
+    // The pool pays from run 100 on (1 ms there): the next probe finds it, and it stays.
+    let pays_later = choices(200, min, |run, on_pool, _| match (on_pool, run >= 100) {
+        (false, _) => 2 * MS,
+        (true, false) => 4 * MS,
+        (true, true) => MS,
+    });
+    assert!(!pays_later[68..132].contains(&true), "here until the probe: {pays_later:?}");
+    assert!(pays_later[132..].iter().all(|&p| p), "the pool from the probe on: {pays_later:?}");
+
+    // The pool's first run after a while here pays for waking its threads (5 ms), the next
+    // ones do not (1 ms): a probe times its last run, so the pool wins it. The segment's first
+    // run is such a cold one too, so the runs before the first probe stay here.
+    let cold_first = choices(140, min, |run, on_pool, first_of_probe| match on_pool {
+        false => 2 * MS,
+        true if run == 0 || first_of_probe => 5 * MS,
+        true => MS,
+    });
+    assert!(!cold_first[1..64].contains(&true), "{cold_first:?}");
+    assert!(cold_first[64..132].iter().all(|&p| p), "the pool from the probe: {cold_first:?}");
+    // And there it stays: the probe of this thread (runs 132 to 135, 2 ms) does not beat the
+    // pool's 1 ms.
+    assert!(!cold_first[132..136].contains(&true), "{cold_first:?}");
+    assert!(cold_first[136..].iter().all(|&p| p), "{cold_first:?}");
+
+    // Within a tenth of each other, the choice does not move: 2 ms here, 1.9 ms on the pool
+    // after a first 4 ms run, and no switch to the pool at the probe.
+    let close = choices(140, min, |run, on_pool, _| match (on_pool, run) {
+        (true, 0) => 4 * MS,
+        (true, _) => MS * 19 / 10,
+        (false, _) => 2 * MS,
+    });
+    assert!(!close[68..132].contains(&true), "{close:?}");
+
+    // Work under the threshold stays on this thread from the second run on, unprobed.
+    let small = choices(140, min, |_, on_pool, _| if on_pool { MS } else { min / 2 });
+    assert!(small[0] && !small[1..].contains(&true), "{small:?}");
 }
 
 #[test]
