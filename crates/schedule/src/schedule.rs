@@ -130,11 +130,6 @@ impl Default for SegmentRuns {
 }
 
 impl SegmentRuns {
-    /// Whether the timings favour the pool (see `pool_favoured`).
-    fn pool_pays(&self) -> bool {
-        self.pool_favoured
-    }
-
     /// Where the segment runs next: whether on the pool, and whether that run is part of a
     /// probe of the way its timings do not favour (see [`Schedule::segment_on_pool`], which
     /// handles the thresholds `ZERO` and `MAX`). Its first run is on the pool (its work is
@@ -147,11 +142,11 @@ impl SegmentRuns {
             Some(work) if work < min => (false, false),
             Some(_) => {
                 if self.probe.is_none() && self.since_probe >= PROBE_EVERY {
-                    self.probe = Some((!self.pool_pays(), PROBE_RUNS));
+                    self.probe = Some((!self.pool_favoured, PROBE_RUNS));
                 }
                 match self.probe {
                     Some((on_pool, _)) => (on_pool, true),
-                    None => (self.pool_pays(), false),
+                    None => (self.pool_favoured, false),
                 }
             }
         }
