@@ -404,7 +404,9 @@ impl Entities {
 
     /// Where `entity` lives, mutably, or `None` when it is not alive: for a caller that
     /// changes one field (a row after a swap-remove) with one lookup instead of a read and a
-    /// [`Self::set_location`].
+    /// [`Self::set_location`]. The archetype id must not become `u32::MAX`: that marks a slot
+    /// that is not alive, so the entity would read as dead without being freed (a `World`
+    /// never hands out its `Entities` mutably, and never writes that id).
     #[inline]
     pub fn location_mut(&mut self, entity: Entity) -> Option<&mut EntityLocation> {
         match self.metas.get_mut(entity.index as usize) {
