@@ -10,6 +10,9 @@
 //! - `add_remove`: a world of 10,000 entities with `A(f32)` is built untimed; the timed routine
 //!   inserts `B(f32)` into all of them, then removes `B` from all of them, leaving the world as it
 //!   found it. shipyard uses one borrowed `ViewMut<B>` for the whole pass, as ecs_bench_suite does.
+//!   `folio_batch` does the same passes with one `World::insert_batch` and one
+//!   `World::remove_batch` (the removed values returned in a `Vec`): the entities are their
+//!   archetype's rows in order, so each pass moves as one block.
 //! - `add_remove_sparse`: the same with `B` stored in a sparse set, where folio and bevy let a
 //!   game put a component it adds and removes often (bevy's own benches have this variant as
 //!   `add_remove_sparse_set`). shipyard stores everything in sparse sets, so its entry is the
@@ -195,6 +198,15 @@ fn add_remove_group<T>(
             for &e in &entities {
                 black_box(world.remove::<(T,)>(e));
             }
+        })
+    });
+    group.bench_function("folio_batch", |b| {
+        let mut world = folio_archetype::World::new();
+        world.register_component::<T>(storage).unwrap();
+        let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+        b.iter(|| {
+            world.insert_batch(entities.iter().map(|&e| (e, (make(0.0),)))).unwrap();
+            black_box(world.remove_batch::<(T,)>(entities.iter().copied()).unwrap());
         })
     });
     group.bench_function("bevy", |b| {

@@ -6,6 +6,7 @@
 //! workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component bundles),
 //! `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B` on
 //! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set),
+//! `add_remove_batch` and `add_remove_sparse_batch` (both with `insert_batch`/`remove_batch`),
 //! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
 //! despawned in a seeded random order).
 #![allow(dead_code)] // The components are payload: written, never read back.
@@ -55,6 +56,17 @@ fn add_remove(storage: StorageType, iters: usize) {
     }
 }
 
+/// [`add_remove`] with one `insert_batch` and one `remove_batch` per pass.
+fn add_remove_batch(storage: StorageType, iters: usize) {
+    let mut world = World::new();
+    world.register_component::<B>(storage).unwrap();
+    let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
+    for _ in 0..iters {
+        world.insert_batch(entities.iter().map(|&e| (e, (B(0.0),)))).unwrap();
+        black_box(world.remove_batch::<(B,)>(entities.iter().copied()).unwrap());
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workload = args.get(1).map_or("simple_insert", String::as_str);
@@ -76,6 +88,8 @@ fn main() {
         }
         "add_remove" => add_remove(StorageType::Table, iters),
         "add_remove_sparse" => add_remove(StorageType::SparseSet, iters),
+        "add_remove_batch" => add_remove_batch(StorageType::Table, iters),
+        "add_remove_sparse_batch" => add_remove_batch(StorageType::SparseSet, iters),
         "spawn_1m" => {
             for _ in 0..iters {
                 let mut world = World::new();

@@ -222,6 +222,21 @@ impl Archetype {
         }
     }
 
+    /// Records that a block of `n` entities joined the end of an unlisted archetype's table
+    /// (a batch moved them as one block with `Table::move_tail_mapped`).
+    #[inline]
+    pub(crate) fn extend_unlisted(&mut self, n: usize) {
+        debug_assert!(!self.listed);
+        self.len += n as u32;
+    }
+
+    /// Records that the last `n` entities of an unlisted archetype's table left it as one block.
+    #[inline]
+    pub(crate) fn truncate_unlisted(&mut self, n: usize) {
+        debug_assert!(!self.listed && n <= self.len as usize);
+        self.len -= n as u32;
+    }
+
     /// Swap-removes archetype row `row`; returns the entity moved into it, if any. Unlisted,
     /// the table's swap-remove moves the entities (and the caller fixes the moved one's row
     /// with [`Archetype::set_table_row`]), so nothing moves here.

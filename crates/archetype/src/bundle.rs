@@ -110,6 +110,7 @@ macro_rules! tuple_bundle {
             }
 
             #[allow(non_snake_case)]
+            #[inline(always)]
             fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R {
                 let ($($name,)+) = self;
                 $(let mut $name = ManuallyDrop::new($name);)+
@@ -129,6 +130,7 @@ macro_rules! tuple_bundle {
                 )+
             }
 
+            #[inline(always)]
             unsafe fn from_components(f: &mut impl FnMut() -> *mut u8) -> Self {
                 // SAFETY:
                 // - by the caller, each pointer is a valid `$name` whose ownership passes to us;

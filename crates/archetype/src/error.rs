@@ -56,6 +56,8 @@ pub enum EntityError {
         /// The missing component's type name.
         component: &'static str,
     },
+    /// A batch that can take each entity once lists this one more than once.
+    ListedTwice(Entity),
     /// The bundle or component type cannot be used.
     Component(ComponentError),
     /// Memory could not be had: a reservation is full or the OS refused to commit.
@@ -71,6 +73,7 @@ impl fmt::Display for EntityError {
             Self::MissingComponent { entity, component } => {
                 write!(f, "entity {entity} has no component {component}")
             }
+            Self::ListedTwice(e) => write!(f, "entity {e} is listed more than once in the batch"),
             Self::Component(e) => e.fmt(f),
             Self::Storage(e) => e.fmt(f),
         }

@@ -707,6 +707,106 @@ impl Table {
         MovedRow { new_row, swapped_in }
     }
 
+    /// Moves the last `n` rows to the end of `dst`, in order, one copy per column instead of
+    /// one per row and column: what a batch whose entities are a table's last rows does (see
+    /// [`World::insert_batch`](crate::World::insert_batch)). With the column map computed
+    /// beforehand and room reserved by the caller, it cannot fail:
+    /// - columns both tables have move across with their ticks;
+    /// - each source column `dst` lacks hands its first moved value to `taken(col, ptr)`
+    ///   (the `n` values follow it, one item size apart);
+    /// - `fill(dst, first)` writes rows `first..first + n` of the columns `self` lacks
+    ///   (`map.dst_new`) with [`Table::data_slot`]; they get `tick` as added and changed tick.
+    ///
+    /// Returns `first`, the moved rows' first index in `dst`.
+    ///
+    /// # Safety
+    /// - `n <= len`.
+    /// - `dst` is not `self`, was built from the same registry, and `map` is
+    ///   `ColumnMap::new(self, dst)`.
+    /// - `dst.try_reserve(n)` succeeded since `dst`'s length last changed.
+    /// - `taken(col, ptr)` takes ownership of the `n` values from `ptr` on (of source column
+    ///   `col`'s type) and must not unwind.
+    /// - `fill` writes a valid value of each `map.dst_new` column's type into each of its slots
+    ///   `first..first + n`, which `dst` then owns, and must not unwind.
+    pub(crate) unsafe fn move_tail_mapped(
+        &mut self,
+        n: usize,
+        dst: &mut Table,
+        map: &ColumnMap,
+        tick: u32,
+        mut taken: impl FnMut(usize, *mut u8),
+        fill: impl FnOnce(&mut Table, usize),
+    ) -> usize {
+        let len = self.len();
+        debug_assert!(n <= len);
+        debug_assert_eq!(map.src_to_dst.len(), self.columns.len());
+        let start = len - n;
+        let first = dst.len();
+        debug_assert!(n <= dst.cap - first, "room was reserved");
+        for (i, (column, &d)) in self.columns.iter_mut().zip(map.src_to_dst.iter()).enumerate() {
+            let size = column.data.item_layout().size();
+            // SAFETY: `start <= len <= capacity`: inside the buffer, or one past its end when
+            // `n == 0`.
+            let src = unsafe { column.data.get_unchecked(start).as_ptr() };
+            if d == ColumnMap::NONE {
+                // The values' ownership passes to `taken` (caller's contract).
+                taken(i, src);
+            } else {
+                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::new`).
+                let target = unsafe { dst.columns.get_unchecked_mut(d as usize) };
+                // SAFETY:
+                // - rows `start..len` are live in the source's data and tick columns; slots
+                //   `first..first + n` are inside the target's buffers (`first + n <= dst.cap`,
+                //   caller), in another table, so the ranges do not overlap.
+                // - the same id in the same registry is the same type: the sizes agree, and
+                //   tick columns hold `u32`s on both sides.
+                // - the source values are moved, not copied: its length drops below them next.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src,
+                        target.data.get_unchecked(first).as_ptr(),
+                        n * size,
+                    );
+                    std::ptr::copy_nonoverlapping(
+                        tick_slot(&column.added, start),
+                        tick_slot(&target.added, first),
+                        n,
+                    );
+                    std::ptr::copy_nonoverlapping(
+                        tick_slot(&column.changed, start),
+                        tick_slot(&target.changed, first),
+                        n,
+                    );
+                }
+            }
+            // SAFETY: `start <= len`; rows `start..len` were moved out (or handed to `taken`).
+            unsafe { column.set_len(start) };
+        }
+        fill(dst, first);
+        for &d in map.dst_new.iter() {
+            // SAFETY: `d` indexes `dst.columns`; `first + n <= dst.cap`.
+            unsafe { dst.columns.get_unchecked_mut(d as usize).fill_ticks(first, n, tick) };
+        }
+        // SAFETY:
+        // - the entity columns hold `Entity`s; rows `start..len` are live in the source and
+        //   slots `first..first + n` inside the target's buffer (`first + n <= dst.cap`).
+        // - every target column's slots `first..first + n` were written (moved above or by
+        //   `fill`, caller), so `[0, first + n)` is initialised in all of them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.entities.get_unchecked(start).cast::<Entity>().as_ptr(),
+                dst.entities.get_unchecked(first).cast::<Entity>().as_ptr(),
+                n,
+            );
+            self.entities.set_len(start);
+            for column in dst.columns.iter_mut() {
+                column.set_len(first + n);
+            }
+            dst.entities.set_len(first + n);
+        }
+        first
+    }
+
     /// Appends `entity` at `row == len` once every column's value and ticks at `row` are
     /// written.
     ///

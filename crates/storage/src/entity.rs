@@ -434,6 +434,36 @@ impl Entities {
         }
     }
 
+    /// Sets the location of each of `entities` to archetype `archetype_id`, the `i`-th at
+    /// archetype row and table row `first_row + i`: what moving a block of table rows between
+    /// two tables records (one pass over the metas instead of one [`Self::set_location`] call
+    /// per entity).
+    ///
+    /// # Panics
+    /// When one of them is not alive (the ones before it have been moved by then), or
+    /// `archetype_id` is `u32::MAX` (that marks a slot that is not alive).
+    pub fn set_block_locations(&mut self, entities: &[Entity], archetype_id: u32, first_row: u32) {
+        assert_ne!(archetype_id, FREE, "a live entity's location");
+        let metas = self.metas.as_mut_slice();
+        for (row, &entity) in (first_row..).zip(entities) {
+            match metas.get_mut(entity.index as usize) {
+                // The whole meta in one store (its generation is the entity's): 4-byte stores
+                // of the fields were a quarter slower in add_remove's batch.
+                Some(meta) if meta.holds(entity) => {
+                    *meta = EntityMeta {
+                        generation: entity.generation,
+                        location: EntityLocation {
+                            archetype_id,
+                            archetype_row: row,
+                            table_row: row,
+                        },
+                    };
+                }
+                _ => not_alive("set_block_locations", entity),
+            }
+        }
+    }
+
     /// The live entity at `index`, if any.
     #[inline]
     pub fn resolve_index(&self, index: u32) -> Option<Entity> {
@@ -621,6 +651,14 @@ fn store_location(dst: &mut EntityLocation, src: EntityLocation) {
     dst.table_row = table_row;
 }
 
+/// The panic of a method given an entity that is not alive: out of line, so a loop calling it
+/// keeps the entity in registers.
+#[cold]
+#[inline(never)]
+fn not_alive(method: &str, entity: Entity) -> ! {
+    panic!("Entities::{method}: entity {entity} is not alive")
+}
+
 /// The metas: a `Column` of `EntityMeta`s with a typed face.
 struct Metas {
     /// Holds `EntityMeta`s only (made with their layout; `EntityMeta` needs no drop).
@@ -765,6 +803,34 @@ mod tests {
         assert_eq!(format!("{e:?}"), "12v3");
         assert_eq!(e.to_string(), "12v3");
         assert_eq!(Entity::from_bits(Entity::PLACEHOLDER.to_bits()), Some(Entity::PLACEHOLDER));
+    }
+
+    #[test]
+    fn set_block_locations_numbers_the_rows_and_keeps_generations() {
+        let mut entities = small();
+        let es: Vec<Entity> = (0..6).map(|_| entities.alloc()).collect();
+        entities.free(es[1]);
+        let again = entities.alloc();
+        assert_eq!(again.index(), 1);
+        let block = [es[4], again, es[0]];
+        entities.set_block_locations(&block, 7, 10);
+        for (row, &e) in (10..).zip(&block) {
+            assert!(entities.is_alive(e));
+            let expected = EntityLocation { archetype_id: 7, archetype_row: row, table_row: row };
+            assert_eq!(entities.location(e), Some(expected));
+        }
+        assert!(!entities.is_alive(es[1]), "the stale id stays dead");
+        assert_eq!(entities.location(es[2]), Some(EntityLocation::INVALID), "others untouched");
+    }
+
+    #[test]
+    #[should_panic(expected = "is not alive")]
+    fn set_block_locations_refuses_a_dead_entity() {
+        let mut entities = small();
+        let a = entities.alloc();
+        let b = entities.alloc();
+        entities.free(b);
+        entities.set_block_locations(&[a, b], 0, 0);
     }
 
     #[test]

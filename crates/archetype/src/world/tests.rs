@@ -707,6 +707,210 @@ fn storage_type_conflicts_are_errors() {
     assert!(world.register_component::<Pos>(StorageType::SparseSet).is_err());
 }
 
+// ----- insert_batch / remove_batch -----
+
+/// The entities of `e`'s table, in row order.
+fn table_entities(world: &World, e: Entity) -> Vec<Entity> {
+    world.tables()[world.table_id_of(e).unwrap().index()].entities().to_vec()
+}
+
+#[test]
+fn a_batch_of_an_archetypes_last_rows_moves_as_one_block() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let stay: Vec<Entity> = (0..5).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let es: Vec<Entity> = (0..40).map(|i| world.spawn((Pos(i as f32, 1.0),))).collect();
+    world.increment_change_tick();
+    let inserted_at = world.change_tick();
+    world
+        .insert_batch(
+            es.iter().enumerate().map(|(i, &e)| (e, (Vel(i as f32, 2.0), Tracked::new(&drops)))),
+        )
+        .unwrap();
+    world.check_invariants();
+    // A block keeps the rows in order (the one-at-a-time fallback would reverse them).
+    assert_eq!(table_entities(&world, es[0]), es);
+    let vel = world.components().id::<Vel>().unwrap();
+    let pos = world.components().id::<Pos>().unwrap();
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 1.0)));
+        assert_eq!(world.get::<Vel>(e), Some(&Vel(i as f32, 2.0)));
+        let table = &world.tables()[world.table_id_of(e).unwrap().index()];
+        let row = world.entities().location(e).unwrap().table_row as usize;
+        assert_eq!(table.column(vel).unwrap().added_ticks()[row], inserted_at);
+        assert_eq!(table.column(vel).unwrap().changed_ticks()[row], inserted_at);
+        assert_eq!(table.column(pos).unwrap().added_ticks()[row], inserted_at - 1);
+    }
+    for (i, &e) in stay.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+        assert!(!world.has::<Vel>(e));
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 0, "moved, not dropped");
+
+    let removed = world.remove_batch::<(Tracked, Vel)>(es.iter().copied()).unwrap();
+    world.check_invariants();
+    assert_eq!(table_entities(&world, es[0]), [stay.clone(), es.clone()].concat());
+    for (i, (tracked, v)) in removed.into_iter().enumerate() {
+        assert_eq!(v, Vel(i as f32, 2.0), "the values come back in the entities' order");
+        drop(tracked);
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 40, "each removed value dropped once, by its owner");
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 1.0)));
+        assert!(!world.has::<Vel>(e));
+    }
+    world.insert_batch(es.iter().map(|&e| (e, (Tracked::new(&drops),)))).unwrap();
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 80);
+}
+
+#[test]
+fn other_batches_of_one_archetype_move_last_row_first() {
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..30).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    // Every third entity, in row order but not the table's tail.
+    let picked: Vec<Entity> = es.iter().copied().step_by(3).collect();
+    world.insert_batch(picked.iter().map(|&e| (e, (Vel(1.0, 0.0),)))).unwrap();
+    world.check_invariants();
+    let mut reversed = picked.clone();
+    reversed.reverse();
+    assert_eq!(table_entities(&world, picked[0]), reversed, "moved last row first");
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+        assert_eq!(world.has::<Vel>(e), i % 3 == 0);
+    }
+    // In row order now: the reversed list.
+    let removed = world.remove_batch::<(Vel,)>(reversed.iter().copied()).unwrap();
+    assert_eq!(removed.len(), 10);
+    world.check_invariants();
+    assert!(es.iter().all(|&e| !world.has::<Vel>(e)));
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+    }
+}
+
+#[test]
+fn mixed_batches_take_entities_in_order_and_the_later_bundle_wins() {
+    let mut world = sparse_world();
+    let a = world.spawn((Pos(0.0, 0.0),));
+    let b = world.spawn((Vel(0.0, 0.0),));
+    let c = world.spawn((Pos(2.0, 0.0), Sparse(1)));
+    let batch = [
+        (b, (Sparse(10), Tag)),
+        (a, (Sparse(20), Tag)),
+        (b, (Sparse(30), Tag)),
+        (c, (Sparse(40), Tag)),
+    ];
+    world.insert_batch(batch).unwrap();
+    world.check_invariants();
+    assert_eq!(world.get::<Sparse>(a), Some(&Sparse(20)));
+    assert_eq!(world.get::<Sparse>(b), Some(&Sparse(30)), "listed twice: the later bundle");
+    assert_eq!(world.get::<Sparse>(c), Some(&Sparse(40)), "replaced in place");
+    assert!(world.has::<Tag>(a) && world.has::<Tag>(b) && world.has::<Tag>(c));
+    assert_eq!(world.get::<Pos>(c), Some(&Pos(2.0, 0.0)));
+    let removed = world.remove_batch::<(Tag, Sparse)>([c, a, b]).unwrap();
+    assert_eq!(removed, vec![(Tag, Sparse(40)), (Tag, Sparse(20)), (Tag, Sparse(30))]);
+    world.check_invariants();
+    assert!(!world.has::<Sparse>(a) && !world.has::<Tag>(b));
+    assert_eq!(world.get::<Vel>(b), Some(&Vel(0.0, 0.0)));
+}
+
+#[test]
+fn sparse_set_batches_move_no_table_rows() {
+    let mut world = sparse_world();
+    let es: Vec<Entity> = (0..25).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let table = world.table_id_of(es[0]);
+    world.insert_batch(es.iter().map(|&e| (e, (Sparse(e.index()),)))).unwrap();
+    world.check_invariants();
+    for &e in &es {
+        assert_eq!(world.get::<Sparse>(e), Some(&Sparse(e.index())));
+        assert_eq!(world.table_id_of(e), table);
+    }
+    let removed = world.remove_batch::<(Sparse,)>(es.iter().copied()).unwrap();
+    assert_eq!(removed, es.iter().map(|e| (Sparse(e.index()),)).collect::<Vec<_>>());
+    world.check_invariants();
+    assert!(es.iter().all(|&e| !world.has::<Sparse>(e)));
+}
+
+#[test]
+fn batches_with_bad_entities_change_nothing_and_drop_each_bundle_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..10).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let dead = world.spawn((Pos(9.0, 9.0),));
+    world.despawn(dead).unwrap();
+    // A dead entity in the middle of a block-shaped batch: nothing moves.
+    let batch: Vec<(Entity, (Tracked,))> = es[..5]
+        .iter()
+        .chain([&dead])
+        .chain(&es[5..])
+        .map(|&e| (e, (Tracked::new(&drops),)))
+        .collect();
+    assert!(matches!(world.insert_batch(batch), Err(EntityError::NoSuchEntity(e)) if e == dead));
+    assert_eq!(drops.load(Ordering::SeqCst), 11, "every bundle dropped, once");
+    assert!(es.iter().all(|&e| !world.has::<Tracked>(e)));
+    world.check_invariants();
+
+    world.insert_batch(es[..6].iter().map(|&e| (e, (Vel(1.0, 1.0),)))).unwrap();
+    let before: Vec<_> = es.iter().map(|&e| world.entities().location(e)).collect();
+    let missing = world.remove_batch::<(Vel,)>(es.iter().copied());
+    assert!(
+        matches!(missing, Err(EntityError::MissingComponent { entity, .. }) if entity == es[6])
+    );
+    let twice = world.remove_batch::<(Vel,)>([es[0], es[1], es[0]]);
+    assert!(matches!(twice, Err(EntityError::ListedTwice(e)) if e == es[0]));
+    let stale = world.remove_batch::<(Vel,)>([es[0], dead]);
+    assert!(matches!(stale, Err(EntityError::NoSuchEntity(e)) if e == dead));
+    let after: Vec<_> = es.iter().map(|&e| world.entities().location(e)).collect();
+    assert_eq!(before, after, "nothing moved");
+    assert!(es[..6].iter().all(|&e| world.get::<Vel>(e) == Some(&Vel(1.0, 1.0))));
+    assert!(world.insert_batch(std::iter::empty::<(Entity, (Vel,))>()).is_ok());
+    assert_eq!(world.remove_batch::<(Vel,)>([]).unwrap(), vec![]);
+    world.check_invariants();
+}
+
+#[test]
+fn block_batches_of_zst_and_page_aligned_components() {
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..50).map(|i| world.spawn((PageAligned(i),))).collect();
+    world.insert_batch(es.iter().map(|&e| (e, (Tag,)))).unwrap();
+    assert_eq!(table_entities(&world, es[0]), es, "a block");
+    world.insert_batch(es.iter().map(|&e| (e, (Pos(1.0, 2.0),)))).unwrap();
+    for (i, &e) in es.iter().enumerate() {
+        let value = world.get::<PageAligned>(e).unwrap();
+        assert_eq!(value.0, i as u64);
+        assert_eq!(value as *const PageAligned as usize % 4096, 0);
+        assert!(world.has::<Tag>(e));
+    }
+    let removed = world.remove_batch::<(PageAligned, Tag)>(es.iter().copied()).unwrap();
+    assert!(removed.iter().enumerate().all(|(i, (p, _))| p.0 == i as u64));
+    for &e in &es {
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(1.0, 2.0)));
+        assert!(!world.has::<PageAligned>(e));
+    }
+    world.check_invariants();
+}
+
+#[test]
+fn a_panicking_drop_mid_insert_batch_leaves_the_world_consistent() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..6).map(|_| world.spawn((Tracked::new(&drops),))).collect();
+    world.get_mut::<Tracked>(es[2]).unwrap().panic = true;
+    // Every entity has the component already: each insert replaces (and drops) the old value.
+    let batch: Vec<(Entity, (Tracked,))> =
+        es.iter().map(|&e| (e, (Tracked::new(&drops),))).collect();
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.insert_batch(batch)));
+    assert!(result.is_err());
+    world.check_invariants();
+    // Entities 0..=2 were replaced (2's old value panicked while dropping); the bundles for
+    // 3..6 were dropped unused.
+    assert_eq!(drops.load(Ordering::SeqCst), 6);
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 12, "every value dropped exactly once");
+}
+
 // ----- model test -----
 
 #[derive(Debug, Clone)]
@@ -721,6 +925,30 @@ enum Op {
     SpawnReserved(u8, u32, u8),
     /// Despawn `n % 24` known entities (repeats possible) picked from `i` on, in one batch.
     DespawnBatch(usize, u8),
+    /// `insert_batch` of the bundle `m` selects (value `v + k` for the `k`-th pick) into
+    /// `n % 24` entities: with `tail`, the last rows of known entity `i`'s archetype in row
+    /// order (the block path), otherwise picks as in `DespawnBatch`.
+    InsertBatch(usize, u8, u8, u32, bool),
+    /// `remove_batch` of the bundle `m % 3` selects, from entities picked as in `InsertBatch`.
+    RemoveBatch(usize, u8, u8, bool),
+}
+
+/// The entities a batch op picks: `n % 24` of them, see [`Op::InsertBatch`].
+fn batch_picks(world: &World, known: &[Entity], i: usize, n: u8, tail: bool) -> Vec<Entity> {
+    let n = usize::from(n) % 24;
+    let first = known[i % known.len()];
+    if tail {
+        let Some(loc) = world.entities().location(first) else { return vec![first] };
+        let list = world.archetype_entities(ArchetypeId(loc.archetype_id));
+        let take = n.min(list.len());
+        return list.range(list.len() - take, list.len()).map(|e| e.entity).collect();
+    }
+    (0..n)
+        .map(|k| {
+            let k = k - usize::from(k % 3 == 2);
+            known[(i % known.len() + k * 31) % known.len()]
+        })
+        .collect()
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -732,6 +960,10 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(Op::Get),
         2 => (any::<u8>(), any::<u32>(), any::<u8>()).prop_map(|(m, v, k)| Op::SpawnReserved(m, v, k)),
         1 => (any::<usize>(), any::<u8>()).prop_map(|(i, n)| Op::DespawnBatch(i, n)),
+        1 => (any::<usize>(), any::<u8>(), any::<u8>(), any::<u32>(), any::<bool>())
+            .prop_map(|(i, n, m, v, t)| Op::InsertBatch(i, n, m, v, t)),
+        1 => (any::<usize>(), any::<u8>(), any::<u8>(), any::<bool>())
+            .prop_map(|(i, n, m, t)| Op::RemoveBatch(i, n, m, t)),
     ]
 }
 
@@ -743,7 +975,10 @@ struct B(String);
 struct S(u32);
 
 /// Which of A (table), B (table, needs drop) and S (sparse) the bits of `m` select.
-type Model = HashMap<Entity, (Option<u32>, Option<String>, Option<u32>)>;
+type Model = HashMap<Entity, Values>;
+
+/// An entity's A, B and S in the model.
+type Values = (Option<u32>, Option<String>, Option<u32>);
 
 fn apply_insert(world: &mut World, e: Entity, m: u8, v: u32) -> Result<(), EntityError> {
     apply_bundle(world, e, m, v, false)
@@ -776,6 +1011,28 @@ fn apply_bundle(
     }
 }
 
+/// `insert_batch` of the bundle `m` selects, value `v + k` into the `k`-th of `picks`.
+fn apply_insert_batch(
+    world: &mut World,
+    picks: &[Entity],
+    m: u8,
+    v: u32,
+) -> Result<(), EntityError> {
+    let value = |k: usize| v.wrapping_add(k as u32);
+    let each = picks.iter().enumerate();
+    match m % 7 {
+        0 => world.insert_batch(each.map(|(k, &e)| (e, (A(value(k)),)))),
+        1 => world.insert_batch(each.map(|(k, &e)| (e, (B(value(k).to_string()),)))),
+        2 => world.insert_batch(each.map(|(k, &e)| (e, (S(value(k)),)))),
+        3 => world.insert_batch(each.map(|(k, &e)| (e, (A(value(k)), B(value(k).to_string()))))),
+        4 => world.insert_batch(each.map(|(k, &e)| (e, (S(value(k)), A(value(k)))))),
+        5 => world.insert_batch(each.map(|(k, &e)| (e, (B(value(k).to_string()), S(value(k)))))),
+        _ => world.insert_batch(
+            each.map(|(k, &e)| (e, (A(value(k)), B(value(k).to_string()), S(value(k))))),
+        ),
+    }
+}
+
 fn mask(m: u8) -> (bool, bool, bool) {
     match m % 7 {
         0 => (true, false, false),
@@ -791,9 +1048,15 @@ fn mask(m: u8) -> (bool, bool, bool) {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 16 }))]
     #[test]
-    fn world_matches_a_hashmap_model(ops in proptest::collection::vec(op(), if cfg!(miri) { 40 } else { 10_000 })) {
+    fn world_matches_a_hashmap_model(
+        ops in proptest::collection::vec(op(), if cfg!(miri) { 40 } else { 10_000 }),
+        s_sparse in any::<bool>(),
+    ) {
+        // With S in a sparse set, most archetypes share tables (and keep lists); with S in
+        // tables none do, and batches of an archetype's last rows take the block path.
         let mut world = World::new();
-        world.register_component::<S>(StorageType::SparseSet).unwrap();
+        let storage = if s_sparse { StorageType::SparseSet } else { StorageType::Table };
+        world.register_component::<S>(storage).unwrap();
         let mut model: Model = HashMap::new();
         let mut known: Vec<Entity> = Vec::new();
         for op in ops {
@@ -882,6 +1145,63 @@ proptest! {
                     // A table-only bundle spawns the oldest reservation alone, so the third
                     // may still be reserved: flush it (a sparse bundle flushed it already).
                     world.flush();
+                }
+                Op::InsertBatch(i, n, m, v, tail) if !known.is_empty() => {
+                    let picks = batch_picks(&world, &known, i, n, tail);
+                    let result = apply_insert_batch(&mut world, &picks, m, v);
+                    match picks.iter().find(|e| !model.contains_key(e)) {
+                        Some(&dead) => {
+                            prop_assert!(matches!(result, Err(EntityError::NoSuchEntity(e)) if e == dead));
+                        }
+                        None => {
+                            prop_assert!(result.is_ok());
+                            let (a, b, s) = mask(m);
+                            for (k, e) in picks.iter().enumerate() {
+                                let value = v.wrapping_add(k as u32);
+                                let entry = model.get_mut(e).unwrap();
+                                if a { entry.0 = Some(value); }
+                                if b { entry.1 = Some(value.to_string()); }
+                                if s { entry.2 = Some(value); }
+                            }
+                        }
+                    }
+                }
+                Op::RemoveBatch(i, n, m, tail) if !known.is_empty() => {
+                    let picks = batch_picks(&world, &known, i, n, tail);
+                    // Which entity the check stops at, if any: dead, or lacking a component.
+                    let (a, b, s) = [(true, false, false), (false, true, true), (false, false, true)][usize::from(m % 3)];
+                    let bad = picks.iter().find_map(|e| match model.get(e) {
+                        None => Some((*e, true)),
+                        Some(en) if (a && en.0.is_none()) || (b && en.1.is_none()) || (s && en.2.is_none()) => Some((*e, false)),
+                        Some(_) => None,
+                    });
+                    let twice = picks.iter().enumerate().find(|&(k, e)| picks[..k].contains(e)).map(|(_, &e)| e);
+                    let result: Result<Vec<Values>, EntityError> = match m % 3 {
+                        0 => world.remove_batch::<(A,)>(picks.iter().copied()).map(|v| v.into_iter().map(|(x,)| (Some(x.0), None, None)).collect()),
+                        1 => world.remove_batch::<(B, S)>(picks.iter().copied()).map(|v| v.into_iter().map(|(x, y)| (None, Some(x.0), Some(y.0))).collect()),
+                        _ => world.remove_batch::<(S,)>(picks.iter().copied()).map(|v| v.into_iter().map(|(y,)| (None, None, Some(y.0))).collect()),
+                    };
+                    match (bad, twice) {
+                        (Some((e, true)), _) => prop_assert!(matches!(result, Err(EntityError::NoSuchEntity(x)) if x == e)),
+                        (Some((e, false)), _) => {
+                            let missing = matches!(result, Err(EntityError::MissingComponent { entity, .. }) if entity == e);
+                            prop_assert!(missing);
+                        }
+                        (None, Some(e)) => prop_assert!(matches!(result, Err(EntityError::ListedTwice(x)) if x == e)),
+                        (None, None) => {
+                            let got = result.unwrap();
+                            prop_assert_eq!(got.len(), picks.len());
+                            for (e, value) in picks.iter().zip(got) {
+                                let entry = model.get_mut(e).unwrap();
+                                let expected = (
+                                    if a { entry.0.take() } else { None },
+                                    if b { entry.1.take() } else { None },
+                                    if s { entry.2.take() } else { None },
+                                );
+                                prop_assert_eq!(value, expected);
+                            }
+                        }
+                    }
                 }
                 Op::Get(i) if !known.is_empty() => {
                     let e = known[i % known.len()];
