@@ -24,7 +24,8 @@
 //! Orders are drawn from a seeded SplitMix64 written inline, so every library despawns the same
 //! entities in the same order. `remove_10m` runs folio twice: one `World::despawn` at a time
 //! (`folio`, the peers' way) and the whole shuffled list through `World::despawn_batch`
-//! (`folio_batch`, what a game's buffered despawns get); the bar is checked for both.
+//! (`folio_batch`, what a game's buffered despawns get: a batch this large marks each table's
+//! rows and sweeps the table once); the bar is checked for both.
 
 #![allow(dead_code)] // The components are payload: written, never read back.
 

@@ -41,6 +41,6 @@ pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use world::{
-    BATCH_META_AHEAD, BATCH_ROW_AHEAD, EdgeStats, MAX_CHANGE_AGE, MemoryStats, TableMemory, World,
-    WorldId, is_newer,
+    BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, EdgeStats, MAX_CHANGE_AGE, MemoryStats,
+    TableMemory, World, WorldId, is_newer,
 };

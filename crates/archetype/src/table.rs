@@ -568,6 +568,34 @@ impl Table {
         swapped_in
     }
 
+    /// Removes every row whose bit is set in `marks` (row `r` is bit `r % 64` of word
+    /// `r / 64`), dropping its values, and fills the holes left below the new length with the
+    /// rows above it that stay, in order: one move per such hole, and none at all when the
+    /// marked rows are the last ones (or every one). `moved(entity, row)` is told each entity
+    /// that moved and its new row. Returns how many rows were removed.
+    ///
+    /// What removing many rows at once wants: [`World::despawn_batch`](crate::World::despawn_batch)
+    /// of a whole table's worth of entities frees them without a single row move.
+    ///
+    /// If a value's `Drop` panics, the other marked values are still dropped and the rows still
+    /// removed and compacted (while unwinding) before the panic continues; `moved` must not
+    /// unwind.
+    ///
+    /// # Panics
+    /// When `marks` does not have exactly `len.div_ceil(64)` words, or marks a row `>= len`.
+    pub fn remove_marked(&mut self, marks: &[u64], moved: impl FnMut(Entity, usize)) -> usize {
+        let len = self.len();
+        assert_eq!(marks.len(), len.div_ceil(64), "one bit per row");
+        assert!(
+            len.is_multiple_of(64) || marks.last().is_none_or(|&w| w >> (len % 64) == 0),
+            "a marked row past the end"
+        );
+        let count: usize = marks.iter().map(|w| w.count_ones() as usize).sum();
+        let mut sweep = Sweep { table: self, marks, moved, col: 0, row: 0, compacted: false };
+        sweep.run();
+        count
+    }
+
     /// Moves `row` into `dst`, in one step that cannot be left half done:
     /// - components both tables have move across, with their ticks;
     /// - each component `dst` lacks is handed to `taken(id, ptr)`, which takes ownership of the
@@ -853,6 +881,107 @@ impl Table {
         }
         // Each column drops all its values even if one panics; the other columns follow.
         for_each_finishing(self.columns.iter_mut(), |column| column.data.clear());
+    }
+}
+
+/// The next row at or after `from` whose bit in `marks` is `set`, if any below `len`.
+#[inline]
+fn next_row(marks: &[u64], from: usize, set: bool, len: usize) -> Option<usize> {
+    let flip = if set { 0 } else { u64::MAX };
+    let mut word = from / 64;
+    let mut bits = (*marks.get(word)? ^ flip) & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            let row = word * 64 + bits.trailing_zeros() as usize;
+            return (row < len).then_some(row);
+        }
+        word += 1;
+        bits = *marks.get(word)? ^ flip;
+    }
+}
+
+/// [`Table::remove_marked`]'s work, resumable: dropping the marked values column by column
+/// (`col`, and `row`, the next row to look at), then compacting. Its `Drop` finishes the work,
+/// so a panicking value `Drop` leaves no value undropped or row half removed.
+struct Sweep<'a, F: FnMut(Entity, usize)> {
+    table: &'a mut Table,
+    marks: &'a [u64],
+    moved: F,
+    col: usize,
+    row: usize,
+    compacted: bool,
+}
+
+impl<F: FnMut(Entity, usize)> Sweep<'_, F> {
+    fn run(&mut self) {
+        let len = self.table.len();
+        while self.col < self.table.columns.len() {
+            let data = &self.table.columns[self.col].data;
+            if let Some(drop) = data.drop_fn() {
+                while let Some(row) = next_row(self.marks, self.row, true, len) {
+                    // The cursor moves first: a value whose drop panics is not dropped again.
+                    self.row = row + 1;
+                    // SAFETY: `row < len`: a live value of the column's type, dropped once (the
+                    // cursor passes each marked row once), and never read again: the row is
+                    // removed or overwritten below.
+                    unsafe { drop(data.get_unchecked(row).as_ptr()) };
+                }
+            }
+            self.col += 1;
+            self.row = 0;
+        }
+        if !self.compacted {
+            self.compacted = true;
+            self.compact(len);
+        }
+    }
+
+    /// Moves the unmarked rows at or above the new length into the marked rows below it (whose
+    /// values are dropped), then sets every column's length. Runs no user code.
+    fn compact(&mut self, len: usize) {
+        let count: usize = self.marks.iter().map(|w| w.count_ones() as usize).sum();
+        let new_len = len - count;
+        let table = &mut *self.table;
+        let (mut hole, mut keep) = (0, new_len);
+        while let Some(h) = next_row(self.marks, hole, true, new_len) {
+            // As many rows stay at or above `new_len` as are marked below it.
+            let k = next_row(self.marks, keep, false, len).expect("a row that stays for each hole");
+            (hole, keep) = (h + 1, k + 1);
+            for column in table.columns.iter_mut() {
+                let size = column.data.item_layout().size();
+                // SAFETY:
+                // - `h < new_len <= k < len`: two distinct slots of the column; the value at `h`
+                //   was dropped above, the one at `k` moves (not copies) into it, as its length
+                //   drops below `k` next.
+                // - the tick columns hold `u32`s; both rows are below their length.
+                unsafe {
+                    copy_item(
+                        column.data.get_unchecked(k).as_ptr(),
+                        column.data.get_unchecked(h).as_ptr(),
+                        size,
+                    );
+                    let (added, changed) = column.ticks(k);
+                    column.write_ticks(h, added, changed);
+                }
+            }
+            let entity = table.entities()[k];
+            // SAFETY: `h < len`, in the entity column of `Entity`s.
+            unsafe { table.entities.get_unchecked(h).cast::<Entity>().as_ptr().write(entity) };
+            (self.moved)(entity, h);
+        }
+        for column in table.columns.iter_mut() {
+            // SAFETY: `[0, new_len)` holds live values and ticks: the rows that stayed below it,
+            // and the ones moved into its holes; every removed value was dropped or moved out.
+            unsafe { column.set_len(new_len) };
+        }
+        // SAFETY: as above, for the entity column.
+        unsafe { table.entities.set_len(new_len) };
+    }
+}
+
+impl<F: FnMut(Entity, usize)> Drop for Sweep<'_, F> {
+    fn drop(&mut self) {
+        self.run();
     }
 }
 

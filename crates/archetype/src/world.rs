@@ -780,25 +780,92 @@ impl World {
         Ok(())
     }
 
-    /// Despawns every entity `entities` yields, in order, as [`World::despawn`] would one at a
-    /// time; ids that are stale or unknown by their turn (despawned earlier, even earlier in
-    /// the same batch) are skipped. Returns how many were despawned.
+    /// Despawns every entity `entities` yields, as [`World::despawn`] would one at a time; ids
+    /// that are stale or unknown by their turn (despawned earlier, even earlier in the same
+    /// batch) are skipped. Returns how many were despawned.
     ///
-    /// Faster than a loop of `despawn` over entities scattered in a large world: while it
-    /// despawns one, it has already asked for the meta of the entity [`BATCH_META_AHEAD`]
-    /// places later, for the row of the one [`BATCH_ROW_AHEAD`] later and for the metas of the
-    /// entities that may move into the next one's row, so their cache misses overlap instead
-    /// of following one another (what [`World::prefetch_entity`] and
-    /// [`World::prefetch_entity_row`] are for). 10M `(Transform,)` entities despawned in a
-    /// random order (world_report): 5.3 s one at a time, 1.65–1.73 s in one batch (hecs's one
-    /// at a time: 1.9–2.0 s).
+    /// A batch of [`BULK_DESPAWN_FROM`] or more entities (by its iterator's size hint) first
+    /// marks the rows of the entities in table-only archetypes (no sparse-set components, not
+    /// sharing their table), then sweeps each such table once: the marked values are dropped
+    /// and the rows that stay move down into the holes, so despawning a table's every entity,
+    /// or its last rows, moves no row at all. The other entities, and every entity of a smaller
+    /// batch, are despawned one at a time in order, each with the metas and rows of the ones
+    /// after it asked for ahead of time (the look-ahead of [`World::prefetch_entity`] and
+    /// [`World::prefetch_entity_row`]), so their cache misses overlap. 10M `(Transform,)`
+    /// entities despawned in a random order (world_report): 5.3 s one at a time, 1.65–1.73 s
+    /// one at a time with the look-ahead (hecs: 1.9–2.0 s); see docs/PERFORMANCE.md for the
+    /// sweep.
     ///
     /// If a component's `Drop` panics, the entity being despawned is still gone and every
-    /// other component of it dropped (as with `despawn`); the panic then continues and the
-    /// entities after it stay alive.
+    /// other component of it dropped (as with `despawn`); in a sweep, every marked entity is
+    /// still despawned and each of their values dropped once. The panic then continues, and
+    /// the entities not yet reached stay alive.
     pub fn despawn_batch(&mut self, entities: impl IntoIterator<Item = Entity>) -> usize {
         self.flush();
+        let entities = entities.into_iter();
+        if entities.size_hint().0 >= BULK_DESPAWN_FROM {
+            return self.despawn_swept(entities);
+        }
+        self.despawn_each(entities)
+    }
+
+    /// [`World::despawn_batch`] of a large batch: mark, sweep, then the rest one at a time.
+    fn despawn_swept(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
+        // For each table with marked rows: its archetype, one bit per row, the count.
+        let mut swept: Vec<(ArchetypeId, Vec<u64>, usize)> = Vec::new();
+        let mut slot_of_table = vec![u32::MAX; self.tables.len()];
+        let mut rest = Vec::new();
+        let mut ring = [Entity::PLACEHOLDER; BATCH_META_AHEAD];
+        let (mut head, mut ahead) = (0, 0);
         let mut entities = entities.into_iter();
+        loop {
+            while ahead < BATCH_META_AHEAD {
+                let Some(entity) = entities.next() else { break };
+                self.entities.prefetch(entity);
+                ring[(head + ahead) % BATCH_META_AHEAD] = entity;
+                ahead += 1;
+            }
+            if ahead == 0 {
+                break;
+            }
+            let entity = ring[head];
+            head = (head + 1) % BATCH_META_AHEAD;
+            ahead -= 1;
+            let Some(loc) = self.entities.location(entity) else { continue };
+            let archetype = &self.archetypes[loc.archetype_id as usize];
+            if archetype.is_listed() || !archetype.sparse_components().is_empty() {
+                rest.push(entity);
+                continue;
+            }
+            let table = archetype.table_id().index();
+            if slot_of_table[table] == u32::MAX {
+                slot_of_table[table] = swept.len() as u32;
+                let words = self.tables[table].len().div_ceil(64);
+                swept.push((archetype.id(), vec![0; words], 0));
+            }
+            let (_, marks, count) = &mut swept[slot_of_table[table] as usize];
+            let row = loc.table_row as usize;
+            marks[row / 64] |= 1 << (row % 64);
+            *count += 1;
+            // Dead from here on, so a repeat of it is skipped; its row goes in the sweep.
+            self.entities.free(entity);
+        }
+        let mut despawned = swept.iter().map(|s| s.2).sum::<usize>();
+        let mut sweep = SweepTables {
+            tables: &mut self.tables,
+            archetypes: &mut self.archetypes,
+            entities: &mut self.entities,
+            swept,
+            next: 0,
+        };
+        sweep.run();
+        drop(sweep);
+        despawned += self.despawn_each(rest.into_iter());
+        despawned
+    }
+
+    /// [`World::despawn_batch`] one entity at a time, with the look-ahead.
+    fn despawn_each(&mut self, mut entities: impl Iterator<Item = Entity>) -> usize {
         // The next `BATCH_META_AHEAD` entities, oldest at `head`; `ahead` of them are held.
         let mut ring = [Entity::PLACEHOLDER; BATCH_META_AHEAD];
         let (mut head, mut ahead) = (0, 0);
@@ -1919,6 +1986,51 @@ fn fix_table_row(entities: &mut Entities, archetypes: &mut [Archetype], entity: 
     let loc = entities.location_mut(entity).expect("table entities are alive");
     loc.table_row = row;
     loc.archetype_row = archetypes[loc.archetype_id as usize].set_table_row(loc.archetype_row, row);
+}
+
+/// The size (by the iterator's size hint) from which [`World::despawn_batch`] marks and sweeps
+/// tables instead of despawning one entity at a time.
+pub const BULK_DESPAWN_FROM: usize = 4096;
+
+/// The sweeps of [`World::despawn_batch`]: each table's marked rows removed
+/// ([`Table::remove_marked`]), the entities moved into their holes relocated. Its `Drop`
+/// finishes the tables not yet swept, so a panicking value `Drop` leaves no entity freed
+/// with its row still in a table.
+struct SweepTables<'w> {
+    tables: &'w mut [Table],
+    archetypes: &'w mut [Archetype],
+    entities: &'w mut Entities,
+    /// For each table to sweep: its only archetype, the marks, how many are marked.
+    swept: Vec<(ArchetypeId, Vec<u64>, usize)>,
+    /// The next one to sweep.
+    next: usize,
+}
+
+impl SweepTables<'_> {
+    fn run(&mut self) {
+        while self.next < self.swept.len() {
+            let (archetype, ref marks, count) = self.swept[self.next];
+            self.next += 1;
+            let archetype = &mut self.archetypes[archetype.index()];
+            // The sweep completes even if a drop panics, so the count is right either way.
+            archetype.truncate_unlisted(count);
+            let table = &mut self.tables[archetype.table_id().index()];
+            let entities = &mut *self.entities;
+            table.remove_marked(marks, |entity, row| {
+                let row = row as u32;
+                let loc = entities.location_mut(entity).expect("table entities are alive");
+                loc.table_row = row;
+                // The archetype is its table's only one: its rows are the table's.
+                loc.archetype_row = row;
+            });
+        }
+    }
+}
+
+impl Drop for SweepTables<'_> {
+    fn drop(&mut self) {
+        self.run();
+    }
 }
 
 /// How many entities ahead of the one it despawns [`World::despawn_batch`] asks for an

@@ -83,6 +83,12 @@ impl Column {
         self.buf.item()
     }
 
+    /// The function that drops one item in place; `None` for types that need no drop.
+    #[inline]
+    pub fn drop_fn(&self) -> Option<DropFn> {
+        self.drop
+    }
+
     /// The number of items.
     #[inline]
     pub fn len(&self) -> usize {

@@ -259,3 +259,107 @@ fn swap_remove_in_a_table_without_components_removes_one_row() {
     assert_eq!(empty.swap_remove_and_drop(0), Some(entity(2)));
     assert_eq!(empty.entities(), &[entity(2), entity(1)]);
 }
+
+/// A table of `n` rows of (Tracked(i), Pos(i)) for entity `i`, each added at tick `i`.
+fn numbered(n: usize, drops: &Arc<AtomicUsize>) -> (Table, ComponentId, ComponentId) {
+    let (c, t, p) = setup();
+    let mut table = Table::new(&c, &[t, p]);
+    for i in 0..n {
+        let row =
+            push(&mut table, entity(i as u32), Tracked(i as i64, drops.clone()), Pos(i as f32));
+        table.column_mut(p).unwrap().ticks_mut().0[row] = i as u32;
+    }
+    (table, t, p)
+}
+
+fn marks_of(len: usize, rows: &[usize]) -> Vec<u64> {
+    let mut marks = vec![0u64; len.div_ceil(64)];
+    for &r in rows {
+        marks[r / 64] |= 1 << (r % 64);
+    }
+    marks
+}
+
+#[test]
+fn remove_marked_drops_the_marked_rows_and_fills_the_holes_in_order() {
+    let all: Vec<usize> = (0..70).collect();
+    let tail: Vec<usize> = (60..70).collect();
+    let cases: [&[usize]; 6] =
+        [&[], &all, &tail, &[0, 1, 2], &[3, 17, 63, 64, 65, 69], &[0, 10, 20, 30, 40, 50, 60]];
+    for rows in cases {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut table, t, p) = numbered(70, &drops);
+        let mut moves = Vec::new();
+        let removed = table.remove_marked(&marks_of(70, rows), |e, row| moves.push((e, row)));
+        assert_eq!(removed, rows.len());
+        assert_eq!(drops.load(Ordering::SeqCst), rows.len(), "each marked value dropped once");
+        // What stays: the unmarked rows below the new length in place, then the ones above it
+        // in order, into the holes.
+        let new_len = 70 - rows.len();
+        let stay: Vec<usize> = (0..70).filter(|r| !rows.contains(r)).collect();
+        let mut expected: Vec<usize> = (0..new_len).collect();
+        let mut movers = stay.iter().copied().filter(|&r| r >= new_len);
+        for slot in expected.iter_mut() {
+            if rows.contains(slot) {
+                *slot = movers.next().unwrap();
+            }
+        }
+        assert_eq!(table.len(), new_len);
+        let got: Vec<usize> = table.entities().iter().map(|e| e.index() as usize).collect();
+        assert_eq!(got, expected);
+        for (row, &i) in expected.iter().enumerate() {
+            assert_eq!(values::<Tracked>(&table, t)[row].0, i as i64);
+            assert_eq!(values::<Pos>(&table, p)[row], Pos(i as f32));
+            assert_eq!(table.column(p).unwrap().added_ticks()[row], i as u32, "ticks move along");
+        }
+        let expected_moves: Vec<(Entity, usize)> = expected
+            .iter()
+            .enumerate()
+            .filter(|&(row, &i)| row != i)
+            .map(|(row, &i)| (entity(i as u32), row))
+            .collect();
+        assert_eq!(moves, expected_moves, "one move per hole below the new length");
+        drop(table);
+        assert_eq!(drops.load(Ordering::SeqCst), 70);
+    }
+}
+
+#[test]
+fn remove_marked_refuses_marks_of_another_length() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (mut table, _, _) = numbered(70, &drops);
+    let short = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        table.remove_marked(&[0], |_, _| {});
+    }));
+    assert!(short.is_err());
+    let past_end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        table.remove_marked(&marks_of(128, &[100])[..2], |_, _| {});
+    }));
+    assert!(past_end.is_err());
+    assert_eq!(table.len(), 70, "nothing removed");
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_panicking_drop_mid_sweep_still_removes_and_compacts_every_marked_row() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (c, t, p) = setup();
+    let mut table = Table::new(&c, &[t, p]);
+    for i in 0..10 {
+        let value = if i == 2 { -2 } else { i };
+        push(&mut table, entity(i as u32), Tracked(value, drops.clone()), Pos(i as f32));
+    }
+    let mut moves = Vec::new();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        table.remove_marked(&marks_of(10, &[1, 2, 5]), |e, row| moves.push((e, row)));
+    }));
+    assert!(result.is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "the other marked values dropped too");
+    assert_eq!(table.len(), 7);
+    let got: Vec<u32> = table.entities().iter().map(|e| e.index()).collect();
+    assert_eq!(got, [0, 7, 8, 3, 4, 9, 6]);
+    assert_eq!(values::<Pos>(&table, p)[1], Pos(7.0));
+    assert_eq!(moves.len(), 3);
+    drop(table);
+    assert_eq!(drops.load(Ordering::SeqCst), 10);
+}

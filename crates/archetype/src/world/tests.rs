@@ -707,6 +707,69 @@ fn storage_type_conflicts_are_errors() {
     assert!(world.register_component::<Pos>(StorageType::SparseSet).is_err());
 }
 
+#[test]
+fn a_large_despawn_batch_sweeps_table_only_archetypes_and_despawns_the_rest_one_by_one() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = sparse_world();
+    let plain: Vec<Entity> =
+        (0..600).map(|i| world.spawn((Pos(i as f32, 0.0), Tracked::new(&drops)))).collect();
+    let other: Vec<Entity> = (0..300).map(|i| world.spawn((Vel(i as f32, 0.0),))).collect();
+    let sparse: Vec<Entity> =
+        (0..50).map(|i| world.spawn((Pos(i as f32, 1.0), Sparse(i)))).collect();
+    let dead = world.spawn((Pos(0.0, 0.0),));
+    world.despawn(dead).unwrap();
+    // Every third plain entity (holes all over the table), all of `other` (a whole table:
+    // nothing moves), every other sparse-set one (despawned one at a time), a dead id and
+    // repeats, padded with the dead id up to the size that sweeps.
+    let mut batch: Vec<Entity> = plain.iter().copied().step_by(3).collect();
+    batch.extend(&other);
+    batch.extend(sparse.iter().step_by(2));
+    batch.extend([dead, plain[0], other[5]]);
+    batch.resize(BULK_DESPAWN_FROM, dead);
+    let despawned = world.despawn_batch(batch.iter().copied());
+    assert_eq!(despawned, 200 + 300 + 25);
+    world.check_invariants();
+    assert_eq!(drops.load(Ordering::SeqCst), 200, "each despawned value dropped once");
+    for (i, &e) in plain.iter().enumerate() {
+        assert_eq!(world.contains(e), i % 3 != 0);
+        if i % 3 != 0 {
+            assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)), "moved with its row");
+        }
+    }
+    assert!(other.iter().all(|&e| !world.contains(e)));
+    for (i, &e) in sparse.iter().enumerate() {
+        assert_eq!(world.get::<Sparse>(e).is_some(), i % 2 == 1);
+    }
+    assert_eq!(world.len(), 400 + 25);
+    // The freed ids are handed out again, and the world works on.
+    let again = world.spawn((Pos(9.0, 9.0),));
+    assert_eq!(world.get::<Pos>(again), Some(&Pos(9.0, 9.0)));
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 600);
+}
+
+#[test]
+fn a_panicking_drop_mid_sweep_still_despawns_every_marked_entity() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..500).map(|_| world.spawn((Tracked::new(&drops),))).collect();
+    world.get_mut::<Tracked>(es[10]).unwrap().panic = true;
+    let batch: Vec<Entity> = es.iter().copied().filter(|e| e.index() % 2 == 0).collect();
+    let more: Vec<Entity> = (0..200).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    let mut all: Vec<Entity> = batch.iter().chain(&more).copied().collect();
+    all.resize(BULK_DESPAWN_FROM, batch[0]);
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.despawn_batch(all)));
+    assert!(result.is_err());
+    world.check_invariants();
+    assert_eq!(drops.load(Ordering::SeqCst), 250, "every marked value dropped once");
+    assert!(batch.iter().all(|&e| !world.contains(e)));
+    assert!(more.iter().all(|&e| !world.contains(e)), "the other table was swept too");
+    assert_eq!(world.len(), 250);
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 500);
+}
+
 // ----- insert_batch / remove_batch -----
 
 /// The entities of `e`'s table, in row order.
@@ -925,6 +988,9 @@ enum Op {
     SpawnReserved(u8, u32, u8),
     /// Despawn `n % 24` known entities (repeats possible) picked from `i` on, in one batch.
     DespawnBatch(usize, u8),
+    /// Despawn `BULK_DESPAWN_FROM` picks of known entities from `i` on, a stride `1 + s % 7`
+    /// apart (repeats and dead ones included), in one batch: the sweep path.
+    DespawnMany(usize, u8),
     /// `insert_batch` of the bundle `m` selects (value `v + k` for the `k`-th pick) into
     /// `n % 24` entities: with `tail`, the last rows of known entity `i`'s archetype in row
     /// order (the block path), otherwise picks as in `DespawnBatch`.
@@ -960,6 +1026,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(Op::Get),
         2 => (any::<u8>(), any::<u32>(), any::<u8>()).prop_map(|(m, v, k)| Op::SpawnReserved(m, v, k)),
         1 => (any::<usize>(), any::<u8>()).prop_map(|(i, n)| Op::DespawnBatch(i, n)),
+        1 => (any::<usize>(), any::<u8>()).prop_map(|(i, s)| Op::DespawnMany(i, s)),
         1 => (any::<usize>(), any::<u8>(), any::<u8>(), any::<u32>(), any::<bool>())
             .prop_map(|(i, n, m, v, t)| Op::InsertBatch(i, n, m, v, t)),
         1 => (any::<usize>(), any::<u8>(), any::<u8>(), any::<bool>())
@@ -1086,6 +1153,14 @@ proptest! {
                             let k = k - usize::from(k % 3 == 2);
                             known[(i % known.len() + k * 31) % known.len()]
                         })
+                        .collect();
+                    let expected = picks.iter().filter(|e| model.remove(e).is_some()).count();
+                    prop_assert_eq!(world.despawn_batch(picks), expected);
+                }
+                Op::DespawnMany(i, stride) if !known.is_empty() => {
+                    let stride = 1 + usize::from(stride % 7);
+                    let picks: Vec<Entity> = (0..BULK_DESPAWN_FROM)
+                        .map(|k| known[(i % known.len() + k * stride) % known.len()])
                         .collect();
                     let expected = picks.iter().filter(|e| model.remove(e).is_some()).count();
                     prop_assert_eq!(world.despawn_batch(picks), expected);
