@@ -25,7 +25,9 @@
 //! entities in the same order. `remove_10m` runs folio twice: one `World::despawn` at a time
 //! (`folio`, the peers' way) and the whole shuffled list through `World::despawn_batch`
 //! (`folio_batch`, what a game's buffered despawns get: a batch this large marks each table's
-//! rows and sweeps the table once); the bar is checked for both.
+//! rows and sweeps the table once), and one at a time again in a world whose columns and metas
+//! take transparent huge pages (`folio_huge`, `OsPagesWith::HUGE`: fewer TLB misses per random
+//! despawn); the bar is checked for each.
 
 #![allow(dead_code)] // The components are payload: written, never read back.
 
@@ -427,10 +429,29 @@ fn shuffled<T>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
+/// A world whose columns and metas take transparent huge pages past 8 MiB
+/// (`OsPagesWith::HUGE`).
+fn huge_world() -> folio_archetype::World {
+    let source = std::sync::Arc::new(folio_storage::vm::OsPagesWith::HUGE);
+    folio_archetype::World::with_storage(folio_storage::StorageConfig::new().with_source(source))
+}
+
 fn case_remove(lib: &str) -> Out {
     let secs = match lib {
         "folio" => {
             let mut w = folio_archetype::World::new();
+            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
+            let es = shuffled(es);
+            let t0 = Instant::now();
+            for e in es {
+                w.despawn(e).unwrap();
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            assert!(w.is_empty());
+            secs
+        }
+        "folio_huge" => {
+            let mut w = huge_world();
             let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
             let es = shuffled(es);
             let t0 = Instant::now();
@@ -687,7 +708,7 @@ fn main() {
     for (workload, libs) in [
         ("hitch", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
         ("insert", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
-        ("remove", &["folio", "folio_batch", "bevy", "hecs", "shipyard"][..]),
+        ("remove", &["folio", "folio_huge", "folio_batch", "bevy", "hecs", "shipyard"][..]),
         ("arch", &LIBS[..]),
     ] {
         for &lib in libs {
@@ -789,8 +810,12 @@ fn main() {
     println!("| contender | time (ms) | / fastest peer |");
     println!("| --- | ---: | ---: |");
     let (rp, rbest) = best_peer(r, "time_ms");
-    for lib in ["folio", "folio_batch", "bevy", "hecs", "shipyard"] {
-        let name = if lib == "folio_batch" { "folio (`despawn_batch`)" } else { lib };
+    for lib in ["folio", "folio_huge", "folio_batch", "bevy", "hecs", "shipyard"] {
+        let name = match lib {
+            "folio_batch" => "folio (`despawn_batch`)",
+            "folio_huge" => "folio (huge pages)",
+            _ => lib,
+        };
         println!(
             "| {name} | {:.0} | {:.2} |",
             med(r, lib, "time_ms"),
@@ -798,7 +823,11 @@ fn main() {
         );
     }
     println!();
-    for (lib, how) in [("folio", "one `despawn` at a time"), ("folio_batch", "`despawn_batch`")] {
+    for (lib, how) in [
+        ("folio", "one `despawn` at a time"),
+        ("folio_huge", "one `despawn` at a time, huge pages"),
+        ("folio_batch", "`despawn_batch`"),
+    ] {
         let fr = med(r, lib, "time_ms");
         println!(
             "- bar: folio ({how}) ≤ 0.5x fastest peer ({rp}): {:.0} / {:.0} ms = {:.2}x: {}",
