@@ -237,6 +237,26 @@ impl Archetype {
         self.len -= n as u32;
     }
 
+    /// Moves the last `n` entries of `src`'s list to the end of this one's, in order (a batch
+    /// moving them between two archetypes of one table); returns the archetype row of the
+    /// first. Both keep lists.
+    pub(crate) fn take_tail_of(&mut self, src: &mut Archetype, n: usize) -> u32 {
+        debug_assert!(self.listed && src.listed && n <= src.entities.len());
+        let first = self.entities.len() as u32;
+        let start = src.entities.len() - n;
+        self.entities.extend_from_slice(&src.entities[start..]);
+        src.entities.truncate(start);
+        src.len -= n as u32;
+        self.len += n as u32;
+        first
+    }
+
+    /// The list's entries (empty while the archetype keeps no list).
+    #[inline]
+    pub(crate) fn listed_entities(&self) -> &[ArchetypeEntity] {
+        &self.entities
+    }
+
     /// Swap-removes archetype row `row`; returns the entity moved into it, if any. Unlisted,
     /// the table's swap-remove moves the entities (and the caller fixes the moved one's row
     /// with [`Archetype::set_table_row`]), so nothing moves here.

@@ -1193,6 +1193,10 @@ impl World {
                     self.insert_tail(batch, from, edge, tick);
                     return Ok(());
                 }
+                if run.tail && self.is_list_block_move(from, edge) {
+                    self.insert_sparse_tail(batch, b, from, edge, tick);
+                    return Ok(());
+                }
                 // Last row first: each move takes the last row among those left in the table
                 // (or one behind it), so no row (or few) is swapped into a hole.
                 for (entity, bundle) in batch.into_iter().rev() {
@@ -1232,6 +1236,9 @@ impl World {
             self.reserve_batch_targets(&[(from, edge, run.len)])?;
             if run.tail && self.is_block_move(from, edge) {
                 return Ok(self.remove_tail(run.len, from, edge));
+            }
+            if run.tail && self.is_list_block_move(from, edge) {
+                return Ok(self.remove_sparse_tail(run.len, b, from, edge));
             }
             let mut removed = Vec::with_capacity(run.len);
             for &entity in entities.iter().rev() {
@@ -1378,6 +1385,93 @@ impl World {
             && edge.plan != Edge::NO_PLAN
             && !self.archetypes[from.index()].is_listed()
             && !self.archetypes[edge.to.index()].is_listed()
+    }
+
+    /// Whether a batch along `edge` from `from` can move as one block of archetype-list
+    /// entries: a sparse-set edge between two archetypes of one table (so both keep lists).
+    fn is_list_block_move(&self, from: ArchetypeId, edge: Edge) -> bool {
+        edge.plan == Edge::SPARSE
+            && self.archetypes[from.index()].is_listed()
+            && self.archetypes[edge.to.index()].is_listed()
+    }
+
+    /// [`World::insert_batch`] of a batch that is the last entries of `from`'s list in order,
+    /// along a sparse-set edge ([`World::is_list_block_move`]), with room reserved: each value
+    /// pushed into its set, then the entries moved to the target's list as one block.
+    fn insert_sparse_tail<B: Bundle>(
+        &mut self,
+        batch: Vec<(Entity, B)>,
+        b: usize,
+        from: ArchetypeId,
+        edge: Edge,
+        tick: u32,
+    ) {
+        let n = batch.len();
+        let (ids, sets) = (self.bundles[b].ids(), &mut self.sparse_sets);
+        for (entity, bundle) in batch {
+            bundle.get_components(|ptrs| {
+                for (&c, &ptr) in ids.iter().zip(ptrs) {
+                    let set = sets[c.index()].as_mut().expect("made with archetype");
+                    // SAFETY: the bundle's value of `c`'s type (its ids are in the bundle's
+                    // order), moved in once; the entity is not in the set (the edge says every
+                    // component is new) and room was reserved, so the insert cannot fail.
+                    unsafe { set.insert(entity, ptr, tick) }.expect("room was reserved");
+                }
+            });
+        }
+        self.move_list_tail(from, edge.to, n);
+    }
+
+    /// [`World::remove_batch`] of `n` entities that are the last entries of `from`'s list in
+    /// order, along a sparse-set edge ([`World::is_list_block_move`]): the values read out of
+    /// their sets, newest entry first (each removal from a set filled in this order is then
+    /// its last entry, not a swap), then the entries moved to the target's list as one block.
+    fn remove_sparse_tail<B: Bundle>(
+        &mut self,
+        n: usize,
+        b: usize,
+        from: ArchetypeId,
+        edge: Edge,
+    ) -> Vec<B> {
+        let (ids, sets) = (self.bundles[b].ids(), &mut self.sparse_sets);
+        let list = self.archetypes[from.index()].listed_entities();
+        let tail = &list[list.len() - n..];
+        let mut removed: Vec<B> = Vec::with_capacity(n);
+        let out = removed.as_mut_ptr();
+        for (i, entry) in tail.iter().enumerate().rev() {
+            let entity = entry.entity;
+            let mut next = 0;
+            let mut read = || {
+                let set = sets[ids[next].index()].as_ref().expect("made with archetype");
+                next += 1;
+                set.get(entity).expect("checked: the archetype has it").as_ptr()
+            };
+            // SAFETY:
+            // - each pointer is the entity's live value of the next bundle component's type
+            //   (the ids are in the bundle's order); the sets forget (never drop) them below, so
+            //   ownership passes to the bundle.
+            // - `i < n`, the vector's capacity; each slot is written once, and the length is
+            //   set once all `n` are.
+            unsafe { out.add(i).write(B::from_components(&mut read)) };
+            for &c in ids {
+                let set = sets[c.index()].as_mut().expect("made with archetype");
+                // SAFETY: the bundle took the value.
+                unsafe { set.remove_forget(entity) };
+            }
+        }
+        // SAFETY: the first `n` slots were written above.
+        unsafe { removed.set_len(n) };
+        self.move_list_tail(from, edge.to, n);
+        removed
+    }
+
+    /// Moves the last `n` entries of `from`'s list to the end of `to`'s (two archetypes of one
+    /// table), and records each entity's new archetype and archetype row.
+    fn move_list_tail(&mut self, from: ArchetypeId, to: ArchetypeId, n: usize) {
+        let (src, dst) = two_mut(&mut self.archetypes, from.index(), to.index());
+        let first = dst.take_tail_of(src, n);
+        let moved = dst.listed_entities()[first as usize..].iter().map(|e| e.entity);
+        self.entities.set_block_archetype(moved, to.0, first);
     }
 
     /// [`World::insert_batch`] of a batch that is the last rows of `from`'s table in row order,

@@ -464,6 +464,31 @@ impl Entities {
         }
     }
 
+    /// Sets the archetype of each of `entities` to `archetype_id`, the `i`-th at archetype row
+    /// `first_row + i`, keeping each one's table row: what moving a block of entities between
+    /// two archetypes of one table records.
+    ///
+    /// # Panics
+    /// As [`Self::set_block_locations`].
+    pub fn set_block_archetype(
+        &mut self,
+        entities: impl IntoIterator<Item = Entity>,
+        archetype_id: u32,
+        first_row: u32,
+    ) {
+        assert_ne!(archetype_id, FREE, "a live entity's location");
+        let metas = self.metas.as_mut_slice();
+        for (row, entity) in (first_row..).zip(entities) {
+            match metas.get_mut(entity.index as usize) {
+                Some(meta) if meta.holds(entity) => {
+                    meta.location.archetype_id = archetype_id;
+                    meta.location.archetype_row = row;
+                }
+                _ => not_alive("set_block_archetype", entity),
+            }
+        }
+    }
+
     /// The live entity at `index`, if any.
     #[inline]
     pub fn resolve_index(&self, index: u32) -> Option<Entity> {
@@ -821,6 +846,38 @@ mod tests {
         }
         assert!(!entities.is_alive(es[1]), "the stale id stays dead");
         assert_eq!(entities.location(es[2]), Some(EntityLocation::INVALID), "others untouched");
+    }
+
+    #[test]
+    fn set_block_archetype_keeps_table_rows() {
+        let mut entities = small();
+        let es: Vec<Entity> = (0..4).map(|_| entities.alloc()).collect();
+        for (i, &e) in es.iter().enumerate() {
+            entities.set_location(e, loc(i as u32));
+        }
+        entities.set_block_archetype([es[3], es[1]], 9, 20);
+        assert_eq!(
+            entities.location(es[3]),
+            Some(EntityLocation {
+                archetype_id: 9,
+                archetype_row: 20,
+                table_row: loc(3).table_row
+            })
+        );
+        assert_eq!(
+            entities.location(es[1]),
+            Some(EntityLocation {
+                archetype_id: 9,
+                archetype_row: 21,
+                table_row: loc(1).table_row
+            })
+        );
+        assert_eq!(entities.location(es[0]), Some(loc(0)));
+        entities.free(es[2]);
+        let dead = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            entities.set_block_archetype([es[2]], 9, 0);
+        }));
+        assert!(dead.is_err(), "a dead entity is refused");
     }
 
     #[test]

@@ -880,19 +880,46 @@ fn mixed_batches_take_entities_in_order_and_the_later_bundle_wins() {
 
 #[test]
 fn sparse_set_batches_move_no_table_rows() {
+    let drops = Arc::new(AtomicUsize::new(0));
     let mut world = sparse_world();
+    world.register_component::<Tracked>(StorageType::SparseSet).unwrap();
+    let stay: Vec<Entity> = (0..3).map(|i| world.spawn((Pos(i as f32, 1.0),))).collect();
     let es: Vec<Entity> = (0..25).map(|i| world.spawn((Pos(i as f32, 0.0),))).collect();
+    // {Pos, Sparse} joins {Pos}'s table: from now on both keep lists.
+    let other = world.spawn((Pos(9.0, 9.0), Sparse(99)));
     let table = world.table_id_of(es[0]);
-    world.insert_batch(es.iter().map(|&e| (e, (Sparse(e.index()),)))).unwrap();
+    let list = |world: &World, e: Entity| -> Vec<Entity> {
+        let loc = world.entities().location(e).unwrap();
+        world.archetype_entities(ArchetypeId(loc.archetype_id)).iter().map(|x| x.entity).collect()
+    };
+    // The last entries of {Pos}'s list, in order: one block, kept in order.
+    world.insert_batch(es.iter().map(|&e| (e, (Sparse(e.index()), Tracked::new(&drops))))).unwrap();
     world.check_invariants();
+    assert_eq!(list(&world, es[0]), es, "a block keeps the list order");
     for &e in &es {
         assert_eq!(world.get::<Sparse>(e), Some(&Sparse(e.index())));
         assert_eq!(world.table_id_of(e), table);
     }
-    let removed = world.remove_batch::<(Sparse,)>(es.iter().copied()).unwrap();
-    assert_eq!(removed, es.iter().map(|e| (Sparse(e.index()),)).collect::<Vec<_>>());
+    let removed = world.remove_batch::<(Sparse, Tracked)>(es.iter().copied()).unwrap();
+    assert!(removed.iter().zip(&es).all(|((s, _), e)| s.0 == e.index()), "in the entities' order");
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(removed);
+    assert_eq!(drops.load(Ordering::SeqCst), 25, "each removed value dropped once, by its owner");
     world.check_invariants();
     assert!(es.iter().all(|&e| !world.has::<Sparse>(e)));
+    assert_eq!(list(&world, es[0])[3..], es[..], "moved back as a block");
+    // Not the list's tail: one at a time, last entry first.
+    let odd: Vec<Entity> = es.iter().copied().skip(1).step_by(2).collect();
+    world.insert_batch(odd.iter().map(|&e| (e, (Sparse(7), Tracked::new(&drops))))).unwrap();
+    world.check_invariants();
+    for (i, &e) in es.iter().enumerate() {
+        assert_eq!(world.get::<Sparse>(e).is_some(), i % 2 == 1);
+        assert_eq!(world.get::<Pos>(e), Some(&Pos(i as f32, 0.0)));
+    }
+    assert_eq!(world.get::<Sparse>(other), Some(&Sparse(99)));
+    assert!(stay.iter().all(|&e| !world.has::<Sparse>(e)));
+    drop(world);
+    assert_eq!(drops.load(Ordering::SeqCst), 25 + 12);
 }
 
 #[test]
