@@ -578,8 +578,10 @@ impl Table {
     /// of a whole table's worth of entities frees them without a single row move.
     ///
     /// If a value's `Drop` panics, the other marked values are still dropped and the rows still
-    /// removed and compacted (while unwinding) before the panic continues; `moved` must not
-    /// unwind.
+    /// removed and compacted (while unwinding) before the panic continues (a second panicking
+    /// `Drop` during that unwinding aborts the process, as for a `Vec`). `moved` is called once
+    /// the table is whole again, so if it panics, the table is consistent and the entities it
+    /// was not told about are those after it.
     ///
     /// # Panics
     /// When `marks` does not have exactly `len.div_ceil(64)` words, or marks a row `>= len`.
@@ -967,7 +969,6 @@ impl<F: FnMut(Entity, usize)> Sweep<'_, F> {
             let entity = table.entities()[k];
             // SAFETY: `h < len`, in the entity column of `Entity`s.
             unsafe { table.entities.get_unchecked(h).cast::<Entity>().as_ptr().write(entity) };
-            (self.moved)(entity, h);
         }
         for column in table.columns.iter_mut() {
             // SAFETY: `[0, new_len)` holds live values and ticks: the rows that stayed below it,
@@ -976,6 +977,13 @@ impl<F: FnMut(Entity, usize)> Sweep<'_, F> {
         }
         // SAFETY: as above, for the entity column.
         unsafe { table.entities.set_len(new_len) };
+        // Only now, with the table whole, is the caller told: `moved` is the caller's code, and
+        // if it unwinds, nothing is left half done (the guard sees the work finished).
+        let mut hole = 0;
+        while let Some(h) = next_row(self.marks, hole, true, new_len) {
+            hole = h + 1;
+            (self.moved)(table.entities()[h], h);
+        }
     }
 }
 

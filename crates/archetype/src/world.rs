@@ -796,10 +796,17 @@ impl World {
     /// one at a time with the look-ahead (hecs: 1.9–2.0 s); see docs/PERFORMANCE.md for the
     /// sweep.
     ///
+    /// A sweep costs a bitmap of one bit per row of each table it touches, and a scan of it per
+    /// column whose type has a `Drop`, however few of the table's rows are marked. An iterator
+    /// whose size hint's lower bound is under the threshold (say, after a `filter`) never
+    /// sweeps; collect it into a `Vec` first to make it.
+    ///
     /// If a component's `Drop` panics, the entity being despawned is still gone and every
     /// other component of it dropped (as with `despawn`); in a sweep, every marked entity is
-    /// still despawned and each of their values dropped once. The panic then continues, and
-    /// the entities not yet reached stay alive.
+    /// still despawned and each of their values dropped once (a second panicking `Drop` during
+    /// that unwinding aborts the process, as for a `Vec`). The panic then continues, and the
+    /// entities not yet reached stay alive. If the iterator itself panics, the entities marked
+    /// so far are still despawned.
     pub fn despawn_batch(&mut self, entities: impl IntoIterator<Item = Entity>) -> usize {
         self.flush();
         let entities = entities.into_iter();
@@ -811,17 +818,24 @@ impl World {
 
     /// [`World::despawn_batch`] of a large batch: mark, sweep, then the rest one at a time.
     fn despawn_swept(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
-        // For each table with marked rows: its archetype, one bit per row, the count.
-        let mut swept: Vec<(ArchetypeId, Vec<u64>, usize)> = Vec::new();
         let mut slot_of_table = vec![u32::MAX; self.tables.len()];
         let mut rest = Vec::new();
+        // Made before the first entity is freed: if the caller's iterator panics, its `Drop`
+        // still sweeps the rows of the entities freed so far.
+        let mut sweep = SweepTables {
+            tables: &mut self.tables,
+            archetypes: &mut self.archetypes,
+            entities: &mut self.entities,
+            swept: Vec::new(),
+            next: 0,
+        };
         let mut ring = [Entity::PLACEHOLDER; BATCH_META_AHEAD];
         let (mut head, mut ahead) = (0, 0);
         let mut entities = entities.into_iter();
         loop {
             while ahead < BATCH_META_AHEAD {
                 let Some(entity) = entities.next() else { break };
-                self.entities.prefetch(entity);
+                sweep.entities.prefetch(entity);
                 ring[(head + ahead) % BATCH_META_AHEAD] = entity;
                 ahead += 1;
             }
@@ -831,33 +845,26 @@ impl World {
             let entity = ring[head];
             head = (head + 1) % BATCH_META_AHEAD;
             ahead -= 1;
-            let Some(loc) = self.entities.location(entity) else { continue };
-            let archetype = &self.archetypes[loc.archetype_id as usize];
+            let Some(loc) = sweep.entities.location(entity) else { continue };
+            let archetype = &sweep.archetypes[loc.archetype_id as usize];
             if archetype.is_listed() || !archetype.sparse_components().is_empty() {
                 rest.push(entity);
                 continue;
             }
             let table = archetype.table_id().index();
             if slot_of_table[table] == u32::MAX {
-                slot_of_table[table] = swept.len() as u32;
-                let words = self.tables[table].len().div_ceil(64);
-                swept.push((archetype.id(), vec![0; words], 0));
+                slot_of_table[table] = sweep.swept.len() as u32;
+                let words = sweep.tables[table].len().div_ceil(64);
+                sweep.swept.push((archetype.id(), vec![0; words], 0));
             }
-            let (_, marks, count) = &mut swept[slot_of_table[table] as usize];
+            let (_, marks, count) = &mut sweep.swept[slot_of_table[table] as usize];
             let row = loc.table_row as usize;
             marks[row / 64] |= 1 << (row % 64);
             *count += 1;
             // Dead from here on, so a repeat of it is skipped; its row goes in the sweep.
-            self.entities.free(entity);
+            sweep.entities.free(entity);
         }
-        let mut despawned = swept.iter().map(|s| s.2).sum::<usize>();
-        let mut sweep = SweepTables {
-            tables: &mut self.tables,
-            archetypes: &mut self.archetypes,
-            entities: &mut self.entities,
-            swept,
-            next: 0,
-        };
+        let mut despawned = sweep.swept.iter().map(|s| s.2).sum::<usize>();
         sweep.run();
         drop(sweep);
         despawned += self.despawn_each(rest.into_iter());
@@ -1170,9 +1177,11 @@ impl World {
     /// with its later bundle.
     ///
     /// On an entity that is not alive, or when the room cannot be reserved, nothing changed:
-    /// the error says why, and the bundles taken from `batch` are dropped. If a replaced value's `Drop` panics, the
-    /// entity being worked on gets its whole bundle (as with [`World::insert`]), the panic
-    /// continues, and the bundles of the entities after it are dropped.
+    /// the error says why, and the bundles taken from `batch` are dropped. If a replaced
+    /// value's `Drop` panics, the entity being worked on gets its whole bundle (as with
+    /// [`World::insert`]), the panic continues, and the bundles of the entities not yet worked
+    /// on are dropped: those after it in the batch, or, for a batch taken last row first,
+    /// those before it.
     pub fn insert_batch<B, I>(&mut self, batch: I) -> Result<(), EntityError>
     where
         B: Bundle,
@@ -1355,14 +1364,31 @@ impl World {
         &mut self,
         targets: &[(ArchetypeId, Edge, usize)],
     ) -> Result<(), EntityError> {
+        // Summed per target first: several sources may move into one table (archetypes that
+        // differ only in sparse-set components) or one archetype, and a reservation is of room
+        // beyond the current length, not on top of an earlier one.
+        let mut tables: SmallVec<[(TableId, usize); 4]> = SmallVec::new();
+        let mut lists: SmallVec<[(ArchetypeId, usize); 4]> = SmallVec::new();
+        fn add<K: PartialEq>(sums: &mut SmallVec<[(K, usize); 4]>, key: K, count: usize) {
+            match sums.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, sum)) => *sum += count,
+                None => sums.push((key, count)),
+            }
+        }
         for &(from, edge, count) in targets {
             let table = self.archetypes[edge.to.index()].table_id();
             if table != self.archetypes[from.index()].table_id() {
-                self.tables[table.index()].try_reserve(count)?;
+                add(&mut tables, table, count);
             }
             if edge.to != from {
-                self.archetypes[edge.to.index()].reserve(count);
+                add(&mut lists, edge.to, count);
             }
+        }
+        for (table, count) in tables {
+            self.tables[table.index()].try_reserve(count)?;
+        }
+        for (archetype, count) in lists {
+            self.archetypes[archetype.index()].reserve(count);
         }
         Ok(())
     }

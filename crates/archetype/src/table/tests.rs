@@ -363,3 +363,20 @@ fn a_panicking_drop_mid_sweep_still_removes_and_compacts_every_marked_row() {
     drop(table);
     assert_eq!(drops.load(Ordering::SeqCst), 10);
 }
+
+#[test]
+fn a_panicking_moved_callback_leaves_the_table_whole() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (mut table, _, p) = numbered(4, &drops);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        table.remove_marked(&marks_of(4, &[0]), |_, _| panic!("the caller's callback"));
+    }));
+    assert!(result.is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(table.len(), 3);
+    let got: Vec<u32> = table.entities().iter().map(|e| e.index()).collect();
+    assert_eq!(got, [3, 1, 2]);
+    assert_eq!(values::<Pos>(&table, p), [Pos(3.0), Pos(1.0), Pos(2.0)]);
+    drop(table);
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "every value dropped exactly once");
+}
