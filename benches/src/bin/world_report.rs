@@ -438,20 +438,9 @@ fn huge_world() -> folio_archetype::World {
 
 fn case_remove(lib: &str) -> Out {
     let secs = match lib {
-        "folio" => {
-            let mut w = folio_archetype::World::new();
-            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
-            let es = shuffled(es);
-            let t0 = Instant::now();
-            for e in es {
-                w.despawn(e).unwrap();
-            }
-            let secs = t0.elapsed().as_secs_f64();
-            assert!(w.is_empty());
-            secs
-        }
-        "folio_huge" => {
-            let mut w = huge_world();
+        "folio" | "folio_huge" => {
+            let mut w =
+                if lib == "folio_huge" { huge_world() } else { folio_archetype::World::new() };
             let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
             let es = shuffled(es);
             let t0 = Instant::now();

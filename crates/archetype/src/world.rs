@@ -829,22 +829,8 @@ impl World {
             swept: Vec::new(),
             next: 0,
         };
-        let mut ring = [Entity::PLACEHOLDER; BATCH_META_AHEAD];
-        let (mut head, mut ahead) = (0, 0);
-        let mut entities = entities.into_iter();
-        loop {
-            while ahead < BATCH_META_AHEAD {
-                let Some(entity) = entities.next() else { break };
-                sweep.entities.prefetch(entity);
-                ring[(head + ahead) % BATCH_META_AHEAD] = entity;
-                ahead += 1;
-            }
-            if ahead == 0 {
-                break;
-            }
-            let entity = ring[head];
-            head = (head + 1) % BATCH_META_AHEAD;
-            ahead -= 1;
+        let mut ring = Lookahead::new(entities);
+        while let Some(entity) = ring.next(|e| sweep.entities.prefetch(e)) {
             let Some(loc) = sweep.entities.location(entity) else { continue };
             let archetype = &sweep.archetypes[loc.archetype_id as usize];
             if archetype.is_listed() || !archetype.sparse_components().is_empty() {
@@ -872,32 +858,19 @@ impl World {
     }
 
     /// [`World::despawn_batch`] one entity at a time, with the look-ahead.
-    fn despawn_each(&mut self, mut entities: impl Iterator<Item = Entity>) -> usize {
-        // The next `BATCH_META_AHEAD` entities, oldest at `head`; `ahead` of them are held.
-        let mut ring = [Entity::PLACEHOLDER; BATCH_META_AHEAD];
-        let (mut head, mut ahead) = (0, 0);
+    fn despawn_each(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
+        let mut ring = Lookahead::new(entities);
         let mut despawned = 0;
-        loop {
-            while ahead < BATCH_META_AHEAD {
-                let Some(entity) = entities.next() else { break };
-                self.prefetch_entity(entity);
-                ring[(head + ahead) % BATCH_META_AHEAD] = entity;
-                ahead += 1;
+        while let Some(entity) = ring.next(|e| self.prefetch_entity(e)) {
+            if let Some(later) = ring.peek(BATCH_ROW_AHEAD - 1) {
+                self.prefetch_entity_row(later);
             }
-            if ahead == 0 {
-                return despawned;
-            }
-            if ahead > BATCH_ROW_AHEAD {
-                self.prefetch_entity_row(ring[(head + BATCH_ROW_AHEAD) % BATCH_META_AHEAD]);
-            }
-            let entity = ring[head];
-            head = (head + 1) % BATCH_META_AHEAD;
-            ahead -= 1;
-            if ahead > 0 {
-                self.prefetch_filler(ring[head]);
+            if let Some(next) = ring.peek(0) {
+                self.prefetch_filler(next);
             }
             despawned += usize::from(self.despawn(entity).is_ok());
         }
+        despawned
     }
 
     /// Starts loading the metas of the entities that may fill `entity`'s row when it is
@@ -1500,6 +1473,19 @@ impl World {
         self.entities.set_block_archetype(moved, to.0, first);
     }
 
+    /// What a block move along `edge` (a table move with a plan) from `from` works with: the
+    /// move plan, the source table and the target table.
+    fn block_move_parts(
+        &mut self,
+        from: ArchetypeId,
+        edge: Edge,
+    ) -> (&MovePlan, &mut Table, &mut Table) {
+        let from_table = self.archetypes[from.index()].table_id().index();
+        let to_table = self.archetypes[edge.to.index()].table_id().index();
+        let (src, dst) = two_mut(&mut self.tables, from_table, to_table);
+        (&self.move_plans[edge.plan as usize], src, dst)
+    }
+
     /// [`World::insert_batch`] of a batch that is the last rows of `from`'s table in row order,
     /// along an edge that [`World::is_block_move`] allows, with room reserved.
     fn insert_tail<B: Bundle>(
@@ -1510,10 +1496,7 @@ impl World {
         tick: u32,
     ) {
         let n = batch.len();
-        let plan = &self.move_plans[edge.plan as usize];
-        let to_table = self.archetypes[edge.to.index()].table_id().index();
-        let (src, dst) =
-            two_mut(&mut self.tables, table_index_of(&self.archetypes, from), to_table);
+        let (plan, src, dst) = self.block_move_parts(from, edge);
         // SAFETY:
         // - `n` entities are the source table's last rows (`check_batch`), so `n <= len`.
         // - `dst` is the edge's target table, another table of this world, and `plan.map` was
@@ -1547,10 +1530,7 @@ impl World {
     /// [`World::remove_batch`] of `n` entities that are the last rows of `from`'s table in row
     /// order, along an edge that [`World::is_block_move`] allows, with room reserved.
     fn remove_tail<B: Bundle>(&mut self, n: usize, from: ArchetypeId, edge: Edge) -> Vec<B> {
-        let plan = &self.move_plans[edge.plan as usize];
-        let to_table = self.archetypes[edge.to.index()].table_id().index();
-        let (src, dst) =
-            two_mut(&mut self.tables, table_index_of(&self.archetypes, from), to_table);
+        let (plan, src, dst) = self.block_move_parts(from, edge);
         let start = src.len() - n;
         // Each bundle component's first value to take and its size: column `bundle_cols[k]`
         // of `src`, from row `start` on.
@@ -2135,13 +2115,9 @@ impl SweepTables<'_> {
             // The sweep completes even if a drop panics, so the count is right either way.
             archetype.truncate_unlisted(count);
             let table = &mut self.tables[archetype.table_id().index()];
-            let entities = &mut *self.entities;
+            let (entities, archetypes) = (&mut *self.entities, &mut *self.archetypes);
             table.remove_marked(marks, |entity, row| {
-                let row = row as u32;
-                let loc = entities.location_mut(entity).expect("table entities are alive");
-                loc.table_row = row;
-                // The archetype is its table's only one: its rows are the table's.
-                loc.archetype_row = row;
+                fix_table_row(entities, archetypes, entity, row as u32);
             });
         }
     }
@@ -2160,6 +2136,47 @@ pub const BATCH_META_AHEAD: usize = 16;
 /// How many entities ahead of the one it despawns [`World::despawn_batch`] asks for an
 /// entity's row, whose address comes from the meta asked for earlier.
 pub const BATCH_ROW_AHEAD: usize = 8;
+
+/// The next [`BATCH_META_AHEAD`] entities of an iterator, held in a ring: what
+/// [`World::despawn_batch`] looks ahead through, asking for each entity's meta as it joins.
+struct Lookahead<I> {
+    entities: I,
+    ring: [Entity; BATCH_META_AHEAD],
+    /// The oldest held entity's slot.
+    head: usize,
+    /// How many are held.
+    ahead: usize,
+}
+
+impl<I: Iterator<Item = Entity>> Lookahead<I> {
+    fn new(entities: I) -> Self {
+        Self { entities, ring: [Entity::PLACEHOLDER; BATCH_META_AHEAD], head: 0, ahead: 0 }
+    }
+
+    /// Tops the ring up (`joined(e)` for each entity that joins it), then takes its oldest.
+    #[inline]
+    fn next(&mut self, mut joined: impl FnMut(Entity)) -> Option<Entity> {
+        while self.ahead < BATCH_META_AHEAD {
+            let Some(entity) = self.entities.next() else { break };
+            joined(entity);
+            self.ring[(self.head + self.ahead) % BATCH_META_AHEAD] = entity;
+            self.ahead += 1;
+        }
+        if self.ahead == 0 {
+            return None;
+        }
+        let entity = self.ring[self.head];
+        self.head = (self.head + 1) % BATCH_META_AHEAD;
+        self.ahead -= 1;
+        Some(entity)
+    }
+
+    /// The entity `k` places after the one last taken, if the ring holds it.
+    #[inline]
+    fn peek(&self, k: usize) -> Option<Entity> {
+        (k < self.ahead).then(|| self.ring[(self.head + k) % BATCH_META_AHEAD])
+    }
+}
 
 /// What [`World::check_batch`] learns of a batch's entities.
 #[derive(Clone, Copy, Debug)]
@@ -2195,12 +2212,6 @@ fn first_repeat(entities: impl Iterator<Item = Entity> + Clone) -> Option<Entity
         let mut seen = ahash::AHashSet::with_capacity(n);
         entities.into_iter().find(|&e| !seen.insert(e))
     }
-}
-
-/// The index of archetype `id`'s table.
-#[inline(always)]
-fn table_index_of(archetypes: &[Archetype], id: ArchetypeId) -> usize {
-    archetypes[id.index()].table_id().index()
 }
 
 /// How a bundle spawns.
