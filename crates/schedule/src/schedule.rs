@@ -52,8 +52,12 @@
 
 use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
+use std::{mem, ptr};
 
 use ahash::AHashMap;
 use folio_query::{World, WorldId};
@@ -669,58 +673,223 @@ impl Schedule {
     ) -> Option<(usize, String)> {
         let world = &*world;
         let cells = &self.nodes;
-        let run_node = |k: usize| -> Result<(), String> {
-            let i = nodes[k];
-            // SAFETY: node `i` is taken once per run, by the one worker that claimed it (see
-            // `Workers`), so this is the only access to the cell.
-            let node = unsafe { &mut *cells[i].0.get() };
-            // Refreshing a query's matches reads only the world's archetypes, which no system
-            // of a parallel segment can change.
-            node.system.update(world);
-            for condition in &mut node.conditions {
-                condition.update(world);
-            }
-            if !allowed[i] {
-                return Ok(());
-            }
-            // SAFETY: the system and its conditions were initialized and just updated for
-            // `world`; the DAG keeps every system whose access conflicts with this node's from
-            // running now.
-            unsafe { run_node_shared(node, world, tick(i)) }
-        };
         let threads = rayon::current_num_threads();
         if !on_pool || threads <= 1 || nodes.len() == 1 {
             // In topological order on this thread: no task overhead.
-            for (k, &i) in nodes.iter().enumerate() {
-                if let Err(message) = run_node(k) {
+            for &i in nodes {
+                // SAFETY: this thread runs the segment's nodes one after another, each once, so
+                // this is the only access to the cell.
+                let node = unsafe { &mut *cells[i].0.get() };
+                // SAFETY: the run initialized every node for `world`; nothing else runs now.
+                let result = unsafe { run_segment_node(node, world, allowed[i], || tick(i)) };
+                if let Err(message) = result {
                     return Some((i, message));
                 }
             }
             return None;
         }
+        let run_node = |k: usize| -> Result<(), String> {
+            let i = nodes[k];
+            // SAFETY: node `i` is taken once per run, by the one worker that claimed it (see
+            // `Workers`), so this is the only access to the cell.
+            let node = unsafe { &mut *cells[i].0.get() };
+            // SAFETY: the run initialized every node for `world`; the DAG keeps every system
+            // whose access conflicts with this node's from running now.
+            unsafe { run_segment_node(node, world, allowed[i], || tick(i)) }
+        };
         // Outside the pool, the caller is one more thread beside the pool's.
         let max_workers =
             if rayon::current_thread_index().is_some() { threads } else { threads + 1 };
         let workers = Workers::new(predecessors, successors, max_workers.min(nodes.len()));
-        rayon::in_place_scope(|scope| {
-            workers.wake(workers.roots(), &mut || {
-                scope.spawn(|scope| work_on(&workers, &run_node, scope));
-            });
-            work_on(&workers, &run_node, scope);
-        });
+        run_on_pool(&workers, &run_node);
         workers.into_failure().map(|(k, message)| (nodes[k], message))
     }
 }
 
-/// Runs `workers.work` on a rayon worker: the workers it wakes are tasks of `scope`.
-fn work_on<'scope>(
-    workers: &'scope Workers<'_>,
-    run_node: &'scope RunNode<'_>,
-    scope: &rayon::Scope<'scope>,
-) {
-    workers.work(run_node, &mut || {
-        scope.spawn(move |scope| work_on(workers, run_node, scope));
-    });
+/// Runs a segment's nodes: on this thread, and on pool tasks that `workers` wakes for the ready
+/// nodes beyond this thread's. Returns once every task is done; a panic of this thread's, or one
+/// that escaped a task, resumes here after that.
+pub(crate) fn run_on_pool(workers: &Workers<'_>, run_node: &RunNode<'_>) {
+    let helpers = Helpers::new(workers, run_node);
+    // As a rayon scope does: a panic here is caught, the tasks (which borrow this frame) are
+    // waited for, and only then does the panic go on.
+    let worked = catch_unwind(AssertUnwindSafe(|| {
+        workers.wake(workers.roots(), &mut || helpers.spawn());
+        helpers.work();
+    }));
+    helpers.wait();
+    if let Err(payload) = worked {
+        resume_unwind(payload);
+    }
+    if let Some(payload) = helpers.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        resume_unwind(payload);
+    }
+}
+
+/// The pool tasks of one parallel segment: the workers beside the calling thread, and the
+/// count the calling thread waits on before its frame (which they borrow) ends.
+///
+/// Why not `rayon::in_place_scope`: a scope task finishes inside rayon's
+/// `ScopeBase::execute_job_closure`, whose closure argument holds a `&Scope`; the task sets
+/// the scope's latch before that call returns, so the scope's owner can free the `Scope`
+/// while a reference to it is still protected as a live function argument. Miri (Tree
+/// Borrows, a seed that lets a spawned task finish last) reports that as undefined
+/// behavior, and it is in rayon's code, not in anything folio can change. Here a task
+/// touches the segment's state only through a raw pointer; its last access is the
+/// decrement of `pending`, an atomic, made through a reference to the atomic alone, and
+/// after it the task touches only what it owns.
+struct Helpers<'s> {
+    workers: &'s Workers<'s>,
+    run_node: &'s RunNode<'s>,
+    /// Tasks started and not yet finished.
+    pending: AtomicUsize,
+    /// The thread that waits for `pending` to reach 0.
+    owner: Thread,
+    /// The first panic that escaped a task: a bug in the executor itself, as a node's panic
+    /// is caught by the node. The caller resumes it once every task is done.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+/// A [`Helpers`] as a task carries it, its lifetime erased so that `rayon::spawn` takes the
+/// task ([`Helpers::run_task`] states what keeps it alive).
+struct HelpersPtr(*const Helpers<'static>);
+
+// SAFETY: a task uses the pointee only through `&Helpers`, from its own thread while the owner
+// and other tasks use it too; that is sound because `Helpers` is `Sync` (checked below):
+// `Workers` is built to be shared by its workers, the `RunNode` is `Sync`, `pending` is an
+// atomic, `panic` a mutex and `Thread` is `Sync`.
+unsafe impl Send for HelpersPtr {}
+
+const _: () = {
+    const fn assert_sync<T: Sync>() {}
+    assert_sync::<Helpers<'static>>();
+};
+
+/// How long a pool thread waiting for its segment's tasks parks when it found no other job to
+/// run: it is not in rayon's sleep, so rayon wakes no one for it and it must look again itself.
+const OWNER_PARK: Duration = Duration::from_micros(50);
+
+impl<'s> Helpers<'s> {
+    fn new(workers: &'s Workers<'s>, run_node: &'s RunNode<'s>) -> Self {
+        Self {
+            workers,
+            run_node,
+            pending: AtomicUsize::new(0),
+            owner: thread::current(),
+            panic: Mutex::new(None),
+        }
+    }
+
+    /// Works on the segment on this thread; more workers start as tasks on the pool.
+    fn work(&self) {
+        self.workers.work(self.run_node, &mut || self.spawn());
+    }
+
+    /// Starts another worker as a task on the pool.
+    fn spawn(&self) {
+        // Counted before the task exists. The caller is the owner (which waits only after
+        // its own work) or a running task (counted until it ends), so the count cannot
+        // reach 0 while a task is still to come: increments and decrements of one atomic are
+        // totally ordered, and each spawner's increment precedes its own decrement.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        let task = HelpersPtr(ptr::from_ref(self).cast());
+        let spawned = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: `task` points to this `Helpers`, whose `pending` now counts the task;
+            // its owner keeps it, and all it borrows, alive until `pending` is 0 (`wait`).
+            rayon::spawn(move || unsafe { Self::run_task(task) });
+        }));
+        if let Err(payload) = spawned {
+            // No task exists to count (rayon could not start its pool): uncount it, or the
+            // owner would wait for it forever.
+            self.pending.fetch_sub(1, Ordering::Release);
+            resume_unwind(payload);
+        }
+    }
+
+    /// A pool task: works on the segment, then counts itself finished.
+    ///
+    /// # Safety
+    /// `task` points to a live `Helpers` whose `pending` counts this task; the `Helpers`, and
+    /// everything it borrows, stays alive until `pending` reaches 0.
+    unsafe fn run_task(task: HelpersPtr) {
+        let helpers = task.0;
+        let (owner, extra_panic) = {
+            // SAFETY: the caller's contract: alive, as `pending` still counts this task.
+            // The reference is a local, not a function argument, and its last use is in this
+            // block, before the decrement.
+            let helpers = unsafe { &*helpers };
+            let mut extra_panic = None;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| helpers.work())) {
+                let mut slot = helpers.panic.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_none() {
+                    *slot = Some(payload);
+                } else {
+                    // Dropped only after the decrement: a panicking `Drop` here must not keep
+                    // this task counted.
+                    extra_panic = Some(payload);
+                }
+            }
+            (helpers.owner.clone(), extra_panic)
+        };
+        // SAFETY: still alive (this task is still counted); the reference covers only the
+        // atomic, all of it inside an `UnsafeCell`, so the owner freeing the `Helpers` once
+        // the count reaches 0 invalidates no protected reference.
+        let pending = unsafe { &(*helpers).pending };
+        if pending.fetch_sub(1, Ordering::Release) == 1 {
+            // The `Helpers` may be gone from here on: wake the owner through the handle this
+            // task cloned.
+            owner.unpark();
+        }
+        if let Some(payload) = extra_panic {
+            // A payload whose `Drop` panics again is forgotten rather than let abort the pool.
+            if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                mem::forget(again);
+            }
+        }
+    }
+
+    /// Waits until every task is done. On a pool thread it runs other jobs (tasks of this
+    /// segment among them) while it waits, and when there is none it parks for
+    /// [`OWNER_PARK`] at a time, so a task pushed onto another thread's deque later still
+    /// finds it; off the pool it parks until the last task wakes it.
+    fn wait(&self) {
+        // Acquire: pairs with every task's Release decrement (one release sequence on the
+        // counter), so all they did happens before the caller goes on.
+        while self.pending.load(Ordering::Acquire) != 0 {
+            match rayon::yield_now() {
+                Some(rayon::Yield::Executed) => {}
+                Some(rayon::Yield::Idle) => thread::park_timeout(OWNER_PARK),
+                None => thread::park(),
+            }
+        }
+    }
+}
+
+/// Runs a node of a parallel segment (unless its set conditions disallowed it, `allowed`
+/// false) through the shared world, with its query matches refreshed first, catching a panic.
+///
+/// # Safety
+/// - The node's system and conditions were initialized for `world`.
+/// - No system whose access conflicts with the node's runs until this returns.
+#[inline(always)]
+unsafe fn run_segment_node(
+    node: &mut Node,
+    world: &World,
+    allowed: bool,
+    tick: impl FnOnce() -> u32,
+) -> Result<(), String> {
+    // Refreshing a query's matches reads only the world's archetypes, which no system of a
+    // parallel segment can change.
+    node.system.update(world);
+    for condition in &mut node.conditions {
+        condition.update(world);
+    }
+    if !allowed {
+        return Ok(());
+    }
+    // SAFETY: initialized (the caller's contract) and just updated for `world`; no conflicting
+    // system runs now (the caller's contract).
+    unsafe { run_node_shared(node, world, tick()) }
 }
 
 /// Runs a node's conditions and system through a shared world, catching a panic.

@@ -783,3 +783,93 @@ fn a_reader_survives_its_queue_being_replaced() {
     schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Vec<u32>>().unwrap(), &[0, 1, 2, 99]);
 }
+
+/// Eight independent nodes, run by the calling thread (outside the pool) and up to two pool
+/// tasks; `run` sees which thread runs each node.
+fn run_eight_on_pool(run: &crate::workers::RunNode<'_>) -> std::thread::Result<()> {
+    let predecessors = [0; 8];
+    let successors = vec![Vec::new(); 8];
+    let workers = crate::workers::Workers::new(&predecessors, &successors, 3);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::schedule::run_on_pool(&workers, run);
+    }))
+}
+
+#[test]
+fn a_panic_escaping_a_pool_task_resumes_on_the_caller_once_every_task_is_done() {
+    // A node's panic is caught by the node (`run_node_shared`); one that escapes the worker
+    // loop is an executor bug, and must reach the caller rather than abort the process or
+    // vanish, and only once no task runs any more.
+    let (entered, left) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let run = |_k: usize| -> Result<(), String> {
+        if rayon::current_thread_index().is_some() {
+            entered.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            left.fetch_add(1, Ordering::SeqCst);
+            panic!("escaped a task");
+        }
+        // The caller holds its first node until a task ran one, so a task surely panics.
+        while entered.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        Ok(())
+    };
+    let payload = run_eight_on_pool(&run).unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"escaped a task"));
+    let (entered, left) = (entered.load(Ordering::SeqCst), left.load(Ordering::SeqCst));
+    assert!(entered >= 1);
+    assert_eq!(entered, left, "a task was still in a node when the panic reached the caller");
+}
+
+#[test]
+fn a_caller_that_unwinds_waits_for_its_pool_tasks_first() {
+    // The tasks borrow the caller's frame: it may not end while one still runs. One task node
+    // stays in until the caller has returned (`returned`), or until a deadline far beyond the
+    // time an unwind takes; if it sees the caller back first, the caller did not wait.
+    const CALLER: u8 = 1;
+    const TASK: u8 = 2;
+    let runner: Vec<std::sync::atomic::AtomicU8> =
+        (0..8).map(|_| std::sync::atomic::AtomicU8::new(0)).collect();
+    let (returned, early, long_taken) =
+        (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
+    let caller_started = AtomicBool::new(false);
+    let run = |k: usize| -> Result<(), String> {
+        if rayon::current_thread_index().is_some() {
+            runner[k].store(TASK, Ordering::SeqCst);
+            // Two tasks stopped in their first nodes hold few roots: the caller finds one.
+            while !caller_started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            if !long_taken.swap(true, Ordering::SeqCst) {
+                let deadline = std::time::Instant::now() + Duration::from_millis(300);
+                while std::time::Instant::now() < deadline {
+                    if returned.load(Ordering::SeqCst) {
+                        early.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            return Ok(());
+        }
+        runner[k].store(CALLER, Ordering::SeqCst);
+        caller_started.store(true, Ordering::SeqCst);
+        while !long_taken.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        panic!("the caller unwinds");
+    };
+    let payload = run_eight_on_pool(&run).unwrap_err();
+    returned.store(true, Ordering::SeqCst);
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the caller unwinds"));
+    assert!(!early.load(Ordering::SeqCst), "the caller returned while a task still ran");
+    // The caller ran one node (its first) and panicked; the tasks ran every other node but the
+    // rest of the caller's chunk of roots (at most two here: 8 roots over 2 x 3 workers).
+    let runner: Vec<u8> = runner.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+    let first = runner.iter().position(|&r| r == CALLER).expect("the caller ran a node");
+    for (k, &r) in runner.iter().enumerate() {
+        if k != first && k != first + 1 {
+            assert_eq!(r, TASK, "node {k} was not run by a task: {runner:?}");
+        }
+    }
+}

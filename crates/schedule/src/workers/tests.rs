@@ -109,7 +109,8 @@ impl Run {
     }
 }
 
-/// A worker, as the executor's `work_on` is one: it runs nodes and starts more workers.
+/// A worker, as the executor's pool tasks (`Helpers::work`) are: it runs nodes and starts more
+/// workers.
 fn work(run: &Arc<Run>) {
     let run_node: &RunNode<'_> = &|k| run.run_node(k);
     run.workers.work(run_node, &mut || spawn_worker(run));
