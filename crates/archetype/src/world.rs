@@ -942,10 +942,9 @@ impl World {
         bundle: B,
         tick: u32,
     ) -> Result<(), EntityError> {
-        let plan = &self.move_plans[edge.plan as usize];
-        let new_table = self.archetypes[edge.to.index()].table_id();
-        let from_table = table_index(&self.archetypes, loc);
-        let (src, dst) = two_mut(&mut self.tables, from_table, new_table.index());
+        let from = ArchetypeId(loc.archetype_id);
+        let (plan, src, dst) =
+            move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         // On error the bundle is dropped here, unmoved, and nothing changed.
         dst.try_reserve(1)?;
         self.archetypes[edge.to.index()].reserve(1);
@@ -1473,19 +1472,6 @@ impl World {
         self.entities.set_block_archetype(moved, to.0, first);
     }
 
-    /// What a block move along `edge` (a table move with a plan) from `from` works with: the
-    /// move plan, the source table and the target table.
-    fn block_move_parts(
-        &mut self,
-        from: ArchetypeId,
-        edge: Edge,
-    ) -> (&MovePlan, &mut Table, &mut Table) {
-        let from_table = self.archetypes[from.index()].table_id().index();
-        let to_table = self.archetypes[edge.to.index()].table_id().index();
-        let (src, dst) = two_mut(&mut self.tables, from_table, to_table);
-        (&self.move_plans[edge.plan as usize], src, dst)
-    }
-
     /// [`World::insert_batch`] of a batch that is the last rows of `from`'s table in row order,
     /// along an edge that [`World::is_block_move`] allows, with room reserved.
     fn insert_tail<B: Bundle>(
@@ -1496,7 +1482,8 @@ impl World {
         tick: u32,
     ) {
         let n = batch.len();
-        let (plan, src, dst) = self.block_move_parts(from, edge);
+        let (plan, src, dst) =
+            move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         // SAFETY:
         // - `n` entities are the source table's last rows (`check_batch`), so `n <= len`.
         // - `dst` is the edge's target table, another table of this world, and `plan.map` was
@@ -1530,7 +1517,8 @@ impl World {
     /// [`World::remove_batch`] of `n` entities that are the last rows of `from`'s table in row
     /// order, along an edge that [`World::is_block_move`] allows, with room reserved.
     fn remove_tail<B: Bundle>(&mut self, n: usize, from: ArchetypeId, edge: Edge) -> Vec<B> {
-        let (plan, src, dst) = self.block_move_parts(from, edge);
+        let (plan, src, dst) =
+            move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         let start = src.len() - n;
         // Each bundle component's first value to take and its size: column `bundle_cols[k]`
         // of `src`, from row `start` on.
@@ -1688,10 +1676,9 @@ impl World {
         loc: EntityLocation,
         edge: Edge,
     ) -> Result<B, EntityError> {
-        let plan = &self.move_plans[edge.plan as usize];
-        let new_table = self.archetypes[edge.to.index()].table_id();
-        let from_table = table_index(&self.archetypes, loc);
-        let (src, dst) = two_mut(&mut self.tables, from_table, new_table.index());
+        let from = ArchetypeId(loc.archetype_id);
+        let (plan, src, dst) =
+            move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         dst.try_reserve(1)?;
         self.archetypes[edge.to.index()].reserve(1);
         let row = loc.table_row as usize;
@@ -2053,6 +2040,22 @@ fn unlink_archetype_row(
         entities.location_mut(moved).expect("archetype entities are alive").archetype_row =
             loc.archetype_row;
     }
+}
+
+/// What a row move along `edge` (a table move with a plan) out of archetype `from` works with:
+/// the move plan, the source table and the target table.
+#[inline(always)]
+fn move_parts<'w>(
+    move_plans: &'w [MovePlan],
+    tables: &'w mut [Table],
+    archetypes: &[Archetype],
+    from: ArchetypeId,
+    edge: Edge,
+) -> (&'w MovePlan, &'w mut Table, &'w mut Table) {
+    let from_table = archetypes[from.index()].table_id().index();
+    let to_table = archetypes[edge.to.index()].table_id().index();
+    let (src, dst) = two_mut(tables, from_table, to_table);
+    (&move_plans[edge.plan as usize], src, dst)
 }
 
 /// The index of the table that `loc`'s archetype keeps its rows in (a location does not hold
