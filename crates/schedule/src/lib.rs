@@ -55,6 +55,7 @@ mod config;
 mod error;
 mod event;
 mod param;
+mod pending;
 mod schedule;
 mod sync;
 mod system;

@@ -54,8 +54,6 @@ use std::any::{Any, TypeId};
 use std::cell::UnsafeCell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 use std::{mem, ptr};
 
@@ -67,6 +65,7 @@ use crate::commands::CommandStats;
 use crate::config::{IntoSystemConfigs, Label, SetConfig, SystemConfig};
 use crate::error::ScheduleError;
 use crate::param::EventUpdater;
+use crate::pending::Pending;
 use crate::system::{BoxedCondition, BoxedSystem};
 use crate::workers::{RunNode, Workers};
 
@@ -735,16 +734,14 @@ pub(crate) fn run_on_pool(workers: &Workers<'_>, run_node: &RunNode<'_>) {
 /// while a reference to it is still protected as a live function argument. Miri (Tree
 /// Borrows, a seed that lets a spawned task finish last) reports that as undefined
 /// behavior, and it is in rayon's code, not in anything folio can change. Here a task
-/// touches the segment's state only through a raw pointer; its last access is the
-/// decrement of `pending`, an atomic, made through a reference to the atomic alone, and
-/// after it the task touches only what it owns.
+/// touches the segment's state only through a raw pointer, and its last access is
+/// [`Pending::done`] (loom-checked, with its own tests), after which it touches only what it
+/// owns.
 struct Helpers<'s> {
     workers: &'s Workers<'s>,
     run_node: &'s RunNode<'s>,
     /// Tasks started and not yet finished.
-    pending: AtomicUsize,
-    /// The thread that waits for `pending` to reach 0.
-    owner: Thread,
+    pending: Pending,
     /// The first panic that escaped a task: a bug in the executor itself, as a node's panic
     /// is caught by the node. The caller resumes it once every task is done.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
@@ -756,8 +753,8 @@ struct HelpersPtr(*const Helpers<'static>);
 
 // SAFETY: a task uses the pointee only through `&Helpers`, from its own thread while the owner
 // and other tasks use it too; that is sound because `Helpers` is `Sync` (checked below):
-// `Workers` is built to be shared by its workers, the `RunNode` is `Sync`, `pending` is an
-// atomic, `panic` a mutex and `Thread` is `Sync`.
+// `Workers` is built to be shared by its workers, the `RunNode` is `Sync`, `Pending` holds an
+// atomic and a `Thread` (which is `Sync`), and `panic` is a mutex.
 unsafe impl Send for HelpersPtr {}
 
 const _: () = {
@@ -771,13 +768,7 @@ const OWNER_PARK: Duration = Duration::from_micros(50);
 
 impl<'s> Helpers<'s> {
     fn new(workers: &'s Workers<'s>, run_node: &'s RunNode<'s>) -> Self {
-        Self {
-            workers,
-            run_node,
-            pending: AtomicUsize::new(0),
-            owner: thread::current(),
-            panic: Mutex::new(None),
-        }
+        Self { workers, run_node, pending: Pending::new(), panic: Mutex::new(None) }
     }
 
     /// Works on the segment on this thread; more workers start as tasks on the pool.
@@ -788,10 +779,8 @@ impl<'s> Helpers<'s> {
     /// Starts another worker as a task on the pool.
     fn spawn(&self) {
         // Counted before the task exists. The caller is the owner (which waits only after
-        // its own work) or a running task (counted until it ends), so the count cannot
-        // reach 0 while a task is still to come: increments and decrements of one atomic are
-        // totally ordered, and each spawner's increment precedes its own decrement.
-        self.pending.fetch_add(1, Ordering::Relaxed);
+        // its own work) or a running task (counted until it ends).
+        self.pending.add();
         let task = HelpersPtr(ptr::from_ref(self).cast());
         let spawned = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: `task` points to this `Helpers`, whose `pending` now counts the task;
@@ -801,7 +790,8 @@ impl<'s> Helpers<'s> {
         if let Err(payload) = spawned {
             // No task exists to count (rayon could not start its pool): uncount it, or the
             // owner would wait for it forever.
-            self.pending.fetch_sub(1, Ordering::Release);
+            // SAFETY: `self.pending` is alive (borrowed here) and counts the task.
+            unsafe { Pending::done(&self.pending) };
             resume_unwind(payload);
         }
     }
@@ -813,7 +803,7 @@ impl<'s> Helpers<'s> {
     /// everything it borrows, stays alive until `pending` reaches 0.
     unsafe fn run_task(task: HelpersPtr) {
         let helpers = task.0;
-        let (owner, extra_panic) = {
+        let extra_panic = {
             // SAFETY: the caller's contract: alive, as `pending` still counts this task.
             // The reference is a local, not a function argument, and its last use is in this
             // block, before the decrement.
@@ -829,17 +819,12 @@ impl<'s> Helpers<'s> {
                     extra_panic = Some(payload);
                 }
             }
-            (helpers.owner.clone(), extra_panic)
+            extra_panic
         };
-        // SAFETY: still alive (this task is still counted); the reference covers only the
-        // atomic, all of it inside an `UnsafeCell`, so the owner freeing the `Helpers` once
-        // the count reaches 0 invalidates no protected reference.
-        let pending = unsafe { &(*helpers).pending };
-        if pending.fetch_sub(1, Ordering::Release) == 1 {
-            // The `Helpers` may be gone from here on: wake the owner through the handle this
-            // task cloned.
-            owner.unpark();
-        }
+        // SAFETY: still alive and counting this task (the caller's contract); the place is
+        // computed without a reference to the `Helpers`, and `done` is this task's last
+        // access to it.
+        unsafe { Pending::done(ptr::addr_of!((*helpers).pending)) };
         if let Some(payload) = extra_panic {
             // A payload whose `Drop` panics again is forgotten rather than let abort the pool.
             if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
@@ -853,15 +838,11 @@ impl<'s> Helpers<'s> {
     /// [`OWNER_PARK`] at a time, so a task pushed onto another thread's deque later still
     /// finds it; off the pool it parks until the last task wakes it.
     fn wait(&self) {
-        // Acquire: pairs with every task's Release decrement (one release sequence on the
-        // counter), so all they did happens before the caller goes on.
-        while self.pending.load(Ordering::Acquire) != 0 {
-            match rayon::yield_now() {
-                Some(rayon::Yield::Executed) => {}
-                Some(rayon::Yield::Idle) => thread::park_timeout(OWNER_PARK),
-                None => thread::park(),
-            }
-        }
+        self.pending.wait(|| match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => {}
+            Some(rayon::Yield::Idle) => std::thread::park_timeout(OWNER_PARK),
+            None => std::thread::park(),
+        });
     }
 }
 
