@@ -8,6 +8,7 @@ use crate::component::StorageType;
 
 /// A component type or bundle used in a way the registry cannot accept.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ComponentError {
     /// The component was registered with another storage type before.
     StorageConflict {
@@ -46,6 +47,7 @@ impl std::error::Error for ComponentError {}
 
 /// Why a [`World`](crate::World) operation on an entity failed. Nothing changed when it did.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum EntityError {
     /// The entity was despawned, or never spawned in this world.
     NoSuchEntity(Entity),

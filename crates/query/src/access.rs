@@ -124,6 +124,7 @@ impl FilteredAccess {
 
 /// What went wrong with a query.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum QueryError {
     /// The query would hand out a `&mut` to a component alongside another reference to it.
     Conflict {

@@ -4,6 +4,7 @@ use std::fmt;
 
 /// A schedule error.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ScheduleError {
     /// Two parameters of one system would alias (`Query<&mut A>` beside `Query<&A>`).
     ConflictingParams {

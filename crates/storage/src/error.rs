@@ -6,6 +6,7 @@ use std::io;
 
 /// What went wrong in the storage layer.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum StorageError {
     /// The OS refused to reserve `bytes` of address space.
     Reserve {
