@@ -601,7 +601,8 @@ impl Table {
     /// Moves `row` into `dst`, in one step that cannot be left half done:
     /// - components both tables have move across, with their ticks;
     /// - each component `dst` lacks is handed to `taken(id, ptr)`, which takes ownership of the
-    ///   value behind `ptr` (moves it out, or keeps it to drop once the move is over);
+    ///   value behind `ptr` and must move it out (read it, to keep or drop) before it returns:
+    ///   the slot is reused at once, when the last row moves into `row`'s place;
     /// - each component this table lacks is read from `missing(id)`, added at `tick`;
     /// - then the last row moves into `row`'s place.
     ///
@@ -610,8 +611,10 @@ impl Table {
     /// # Safety
     /// - `row < len`.
     /// - `dst` was built from the same registry as `self`, and is not `self`.
-    /// - `taken` and `missing` must not unwind; `missing(id)` returns a pointer to a valid value
-    ///   of `id`'s type, which the caller then treats as moved.
+    /// - `taken` and `missing` must not unwind; `ptr` is valid only during its `taken` call
+    ///   (a pointer kept past it points to another row's value, or to no value);
+    ///   `missing(id)` returns a pointer to a valid value of `id`'s type, which the caller then
+    ///   treats as moved.
     pub unsafe fn move_row(
         &mut self,
         row: usize,
@@ -627,7 +630,8 @@ impl Table {
         // SAFETY:
         // - `row < len`, `dst` is another table of the same registry (caller); `map` was just
         //   made for this pair; one row was reserved in `dst`.
-        // - `taken` takes ownership and does not unwind (caller).
+        // - `taken` takes ownership, moving the value out during the call, and does not unwind
+        //   (caller).
         // - `fill` writes `missing(id)`'s value (valid for `id`'s type, moved, caller) into the
         //   slot of each column `dst` has and `self` lacks, and does not unwind.
         Ok(unsafe {
@@ -664,7 +668,8 @@ impl Table {
     ///   `ColumnMap::new(self, dst)`.
     /// - `dst.try_reserve(1)` succeeded since `dst`'s length last changed.
     /// - `taken(col, ptr)` takes ownership of the value behind `ptr` (of source column `col`'s
-    ///   type) and must not unwind.
+    ///   type), moves it out before it returns (the slot is reused right after) and must not
+    ///   unwind.
     /// - `fill` writes a valid value of each `map.dst_new` column's type into its slot at
     ///   `new_row`, which `dst` then owns, and must not unwind.
     pub(crate) unsafe fn move_row_mapped(
@@ -691,7 +696,8 @@ impl Table {
                 (column.data.get_unchecked(row).as_ptr(), column.data.get_unchecked(last).as_ptr())
             };
             if d == ColumnMap::NONE {
-                // The value's ownership passes to `taken` (caller's contract).
+                // The value's ownership passes to `taken`, which moves it out before returning
+                // (caller's contract): the slot is overwritten just below.
                 taken(i, src);
             } else {
                 // SAFETY: `row < len` (caller).
