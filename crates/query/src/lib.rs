@@ -61,7 +61,7 @@ pub use filter::{Added, Changed, Or, OrFetch, TickFetch, With, Without};
 pub use folio_archetype::*;
 pub use iter::QueryIter;
 pub use par::{MIN_BATCH, QueryParIter};
-pub use state::{IterMode, Matches, QueryState};
+pub use state::{IterMode, Matches, QueryState, with_system_tick};
 pub use world_ext::WorldQueryExt;
 
 #[cfg(test)]

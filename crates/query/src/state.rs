@@ -1,6 +1,8 @@
 //! [`QueryState`]: a query's resolved terms, validated access, and the cache of the tables and
 //! archetypes it matches, kept up to date incrementally as the world makes new archetypes.
 
+use std::cell::Cell;
+
 use folio_archetype::{ArchetypeId, Entity, MAX_CHANGE_AGE, TableId, World, WorldId};
 use smallvec::SmallVec;
 
@@ -8,6 +10,41 @@ use crate::access::{FilteredAccess, QueryError};
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary};
 use crate::iter::QueryIter;
 use crate::par::QueryParIter;
+
+thread_local! {
+    /// The world and tick of the system running on this thread, if any ([`with_system_tick`]).
+    static SYSTEM_TICK: Cell<Option<(WorldId, u32)>> = const { Cell::new(None) };
+}
+
+/// Runs `f` as a system run of `world` at `tick`: a [`QueryState`] run through a shared
+/// `&World` of that world inside `f` (a system taking `&World` that keeps its own query
+/// state) takes `tick` as its tick instead of a new one from the world's counter, as the
+/// system's own `Query` parameters do. A schedule's executor calls this around every system it
+/// runs beside others.
+///
+/// Why: a parallel segment's systems take their ticks in the schedule's order before any of
+/// them runs, so a tick taken from the counter during the segment is newer than every one of
+/// them. A query state that remembered such a tick would never see the writes of the systems
+/// ordered after its own in that segment, in this run or in the next.
+///
+/// Calls nest (the inner tick applies inside the inner call), and the previous tick is back
+/// when `f` returns or unwinds.
+pub fn with_system_tick<R>(world: WorldId, tick: u32, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<(WorldId, u32)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SYSTEM_TICK.set(self.0);
+        }
+    }
+    let _restore = Restore(SYSTEM_TICK.replace(Some((world, tick))));
+    f()
+}
+
+/// The tick of the system running on this thread, if it runs on `world`.
+#[inline]
+fn system_tick(world: &World) -> Option<u32> {
+    SYSTEM_TICK.get().and_then(|(id, tick)| (id == world.id()).then_some(tick))
+}
 
 /// How a query walks the world, chosen from where its components are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,10 +329,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         if world.id() == self.world_id { Ok(()) } else { Err(QueryError::WorldMismatch) }
     }
 
-    /// Takes a tick for a run: `(last_run, this_run)`, and remembers `this_run`.
+    /// Takes a tick for a run: `(last_run, this_run)`, and remembers `this_run`. Inside a
+    /// system run on `world`, the tick is the system's ([`with_system_tick`]).
     #[inline]
     fn begin_run(&mut self, world: &World) -> (u32, u32) {
-        self.begin_run_at(world.increment_change_tick())
+        let this_run = system_tick(world).unwrap_or_else(|| world.increment_change_tick());
+        self.begin_run_at(this_run)
     }
 
     /// [`Self::begin_run`] on an exclusively borrowed world: no atomic increment.
@@ -313,7 +352,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`).
     fn peek_ticks(&self, world: &World) -> (u32, u32) {
-        let this_run = world.change_tick();
+        let this_run = system_tick(world).unwrap_or_else(|| world.change_tick());
         (self.last_run_for(this_run), this_run)
     }
 

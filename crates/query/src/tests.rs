@@ -220,3 +220,35 @@ fn par_iter_mut_visits_every_entity_once() {
     });
     assert_eq!(count.load(Ordering::Relaxed), n - sizes.len() as u32);
 }
+
+#[test]
+fn a_system_tick_stands_in_for_a_new_tick_on_its_world_only_and_is_restored() {
+    let mut world = world();
+    let e = world.spawn((Pos(0.0),));
+    let other = World::new();
+    let mut q = world.query::<&Pos>();
+    let before = world.change_tick();
+    with_system_tick(world.id(), 3, || {
+        assert_eq!(q.iter(&world).count(), 1);
+        assert_eq!(q.last_run(), Some(3), "the system's tick, not a new one");
+        assert_eq!(world.change_tick(), before, "nothing taken from the counter");
+        with_system_tick(world.id(), 5, || {
+            q.iter(&world).count();
+            assert_eq!(q.last_run(), Some(5), "the inner call's tick");
+        });
+        q.iter(&world).count();
+        assert_eq!(q.last_run(), Some(3), "the outer tick is back");
+        // Another world's system tick does not apply here.
+        with_system_tick(other.id(), 9, || {
+            q.iter(&world).count();
+            assert_eq!(q.last_run(), Some(before), "a tick of this world's counter");
+        });
+    });
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with_system_tick(world.id(), 7, || panic!("a system panics"))
+    }));
+    assert!(unwound.is_err());
+    q.iter(&world).count();
+    assert_eq!(q.last_run(), Some(before + 1), "no system tick once the panic unwound");
+    assert_eq!(q.get(&world, e).unwrap(), &Pos(0.0));
+}

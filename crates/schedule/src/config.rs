@@ -44,12 +44,15 @@ impl<F: IntoSystem<(), M> + 'static, M> IntoLabel<(M,)> for F {
 pub struct SystemConfig {
     pub(crate) system: BoxedSystem,
     pub(crate) label: TypeId,
-    pub(crate) label_name: &'static str,
     pub(crate) sets: Vec<&'static str>,
     pub(crate) before: Vec<Label>,
     pub(crate) after: Vec<Label>,
     pub(crate) conditions: Vec<BoxedCondition>,
     pub(crate) sync_point: bool,
+    /// Runs after this very system just before it in its list ([`IntoSystemConfigs::chain`]),
+    /// not after every system of that system's type: a chain may repeat a function, or pass
+    /// through several sync points.
+    pub(crate) after_previous: bool,
 }
 
 impl SystemConfig {
@@ -57,12 +60,12 @@ impl SystemConfig {
         Self {
             system,
             label: TypeId::of::<F>(),
-            label_name: std::any::type_name::<F>(),
             sets: Vec::new(),
             before: Vec::new(),
             after: Vec::new(),
             conditions: Vec::new(),
             sync_point: false,
+            after_previous: false,
         }
     }
 }
@@ -123,7 +126,9 @@ struct SyncPoint {
     access: SystemAccess,
 }
 
-impl System for SyncPoint {
+// SAFETY: a sync point's access is exclusive (the executor applies commands there), and its
+// `run_unsafe` touches nothing.
+unsafe impl System for SyncPoint {
     type Out = ();
 
     fn name(&self) -> &str {
@@ -184,13 +189,13 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.
     fn into_configs(self) -> SystemConfigs;
 
-    /// Runs each system after the one before it in the list.
+    /// Runs each system after the one before it in the list: that very system, so a chain may
+    /// name one function twice, or pass through several [`ApplyDeferred`] sync points. Nested
+    /// tuples are flattened first: `((a, b), c).chain()` runs `a`, `b`, `c` in that order.
     fn chain(self) -> SystemConfigs {
         let mut configs = self.into_configs();
-        for i in 1..configs.0.len() {
-            let previous = &configs.0[i - 1];
-            let label = Label::System(previous.label, previous.label_name);
-            configs.0[i].after.push(label);
+        for config in configs.0.iter_mut().skip(1) {
+            config.after_previous = true;
         }
         configs
     }

@@ -73,7 +73,7 @@ pub use folio_query::*;
 pub use param::{
     EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
 };
-pub use schedule::{MIN_PARALLEL_WORK, Schedule};
+pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
 pub use system::{
     BoxedCondition, BoxedSystem, ExclusiveSystem, FunctionSystem, IntoSystem, System,
     SystemParamFunction,

@@ -43,6 +43,11 @@
 //! Which of the other systems ran before the panic stopped the launches depends on timing, so
 //! after a panic (only then) the world can differ between thread counts.
 //!
+//! A command that panics when it is applied throws away the rest of its buffer (entities it
+//! reserved are not left behind); the other buffers are still applied. At a sync point, no
+//! system after it runs, and the run returns the panic. However a run ends, the events its
+//! systems use are aged, so an event lives two runs even across failures.
+//!
 //! # Safety model
 //! During a segment every running system holds a shared `&World` and writes only what its
 //! [`SystemAccess`] declares; the DAG orders every conflicting pair, so two systems that run at
@@ -77,6 +82,9 @@ struct Node {
     sets: Vec<&'static str>,
     before: Vec<Label>,
     after: Vec<Label>,
+    /// The node it was chained after, if any (a node, not a label: see
+    /// [`IntoSystemConfigs::chain`]).
+    after_node: Option<usize>,
     /// The system's access merged with its conditions'.
     access: SystemAccess,
     sync_point: bool,
@@ -245,6 +253,27 @@ pub struct Schedule {
     stats: CommandStats,
     /// Below this, a segment runs on the calling thread (see the module docs).
     min_parallel_work: Duration,
+    /// The world and its tick when this schedule last had its stored ticks clamped
+    /// ([`CHECK_TICKS_EVERY`]).
+    ticks_checked: Option<(WorldId, u32)>,
+}
+
+/// A schedule calls [`World::check_change_ticks`] at the end of a run once this many ticks
+/// have passed since its last call on that world (and at its first run on a world). A stored
+/// tick must be clamped within 2^32 - [`MAX_CHANGE_AGE`](folio_query::MAX_CHANGE_AGE) = 2^30
+/// ticks of growing older than `MAX_CHANGE_AGE`, or it reads as new again; checking every
+/// 2^28 leaves three quarters of that margin to one run's own ticks. A check reads every
+/// stored tick once (about 0.1 ms per 100,000 entities of two components); at 200 systems
+/// and 60 runs a second it comes about every six hours.
+pub const CHECK_TICKS_EVERY: u32 = 1 << 28;
+
+/// Whether a run that ends at tick `now` on `world` should clamp the world's stored ticks,
+/// given the last check (`checked`).
+pub(crate) fn tick_check_due(checked: Option<(WorldId, u32)>, world: WorldId, now: u32) -> bool {
+    match checked {
+        Some((id, at)) if id == world => now.wrapping_sub(at) >= CHECK_TICKS_EVERY,
+        _ => true,
+    }
 }
 
 impl Default for Schedule {
@@ -257,6 +286,7 @@ impl Default for Schedule {
             event_updaters: Vec::new(),
             stats: CommandStats::default(),
             min_parallel_work: MIN_PARALLEL_WORK,
+            ticks_checked: None,
         }
     }
 }
@@ -300,13 +330,35 @@ impl Schedule {
             check_params(config)?;
         }
         for config in configs {
-            let SystemConfig { system, label, sets, before, after, conditions, sync_point, .. } =
-                config;
+            let SystemConfig {
+                system,
+                label,
+                sets,
+                before,
+                after,
+                conditions,
+                sync_point,
+                after_previous,
+                ..
+            } = config;
             let mut access = system.access().clone();
             for condition in &conditions {
                 access.extend(condition.access());
             }
-            let node = Node { system, conditions, label, sets, before, after, access, sync_point };
+            // The configs are added in their list's order, so the one before this one in its
+            // list is the node added just before it.
+            let after_node = after_previous.then(|| self.nodes.len() - 1);
+            let node = Node {
+                system,
+                conditions,
+                label,
+                sets,
+                before,
+                after,
+                after_node,
+                access,
+                sync_point,
+            };
             self.nodes.push(NodeCell(UnsafeCell::new(node)));
         }
         self.plan = None;
@@ -434,6 +486,9 @@ impl Schedule {
                     edges[j].push(i);
                 }
             }
+            if let Some(j) = node.after_node {
+                edges[j].push(i);
+            }
         }
         for list in &mut edges {
             list.sort_unstable();
@@ -506,13 +561,21 @@ impl Schedule {
         Ok(Plan { order, position, segments })
     }
 
-    /// Runs every system once (see the module docs for order, commands and panics).
+    /// Runs every system once (see the module docs for order, commands and panics). Every
+    /// [`CHECK_TICKS_EVERY`] ticks (and at its first run on a world) it ends with
+    /// [`World::check_change_ticks`], so change detection stays right however long the game
+    /// runs.
     pub fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
         self.initialize(world)?;
         world.flush();
         let mut plan = self.plan.take().expect("built by initialize");
         let result = self.run_plan(world, &mut plan);
         self.plan = Some(plan);
+        let now = world.change_tick();
+        if tick_check_due(self.ticks_checked, world.id(), now) {
+            world.check_change_ticks();
+            self.ticks_checked = Some((world.id(), now));
+        }
         result
     }
 
@@ -530,6 +593,8 @@ impl Schedule {
                 match ran {
                     Ok(ok) => allowed &= ok,
                     Err(payload) => {
+                        // No system runs; the events still age, as at the end of every run.
+                        self.age_events(world);
                         return Err(ScheduleError::SystemPanicked {
                             system: format!("run condition of set `{name}`"),
                             message: panic_message(payload),
@@ -544,6 +609,8 @@ impl Schedule {
             .collect();
         let mut applied_upto = 0;
         let mut failure: Option<(usize, String)> = None;
+        // A command that panicked at a sync point: the systems after it do not run.
+        let mut sync_failure: Option<ScheduleError> = None;
         let (order, position) = (&plan.order, &plan.position);
         // The parallel segment being timed: until the next segment that is not a sync point,
         // so its time includes applying its systems' commands.
@@ -581,8 +648,12 @@ impl Schedule {
                 Segment::Exclusive(i) => {
                     let i = *i;
                     if self.node(i).sync_point {
-                        self.apply_commands(world, &order[applied_upto..position[i]])?;
+                        let applied = self.apply_commands(world, &order[applied_upto..position[i]]);
                         applied_upto = position[i];
+                        if let Err(error) = applied {
+                            sync_failure = Some(error);
+                            break;
+                        }
                         continue;
                     }
                     if allowed[i] {
@@ -607,16 +678,24 @@ impl Schedule {
         if let Some(timing) = timing {
             timing.finish(&mut plan.segments);
         }
-        for (_, update) in &self.event_updaters {
-            update(world);
-        }
+        self.age_events(world);
         if let Some((i, message)) = failure {
             return Err(ScheduleError::SystemPanicked {
                 system: self.node(i).system.name().to_owned(),
                 message,
             });
         }
+        if let Some(error) = sync_failure {
+            return Err(error);
+        }
         applied
+    }
+
+    /// Ages every event type the systems use: the end of every run, also one that failed.
+    fn age_events(&self, world: &mut World) {
+        for (_, update) in &self.event_updaters {
+            update(world);
+        }
     }
 
     /// Applies the command buffers of the systems in `order`, in that order. A command that
@@ -880,14 +959,18 @@ unsafe fn run_segment_node(
 ///   condition.
 unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
-        for condition in &mut node.conditions {
-            // SAFETY: forwarded from the caller (conditions' access is part of the node's).
-            if !unsafe { condition.run_unsafe(world, tick) } {
-                return;
+        // A query state the system runs through `&World` takes the system's tick, not a newer
+        // one from the world's counter, which is already past the whole segment.
+        folio_query::with_system_tick(world.id(), tick, || {
+            for condition in &mut node.conditions {
+                // SAFETY: forwarded from the caller (conditions' access is part of the node's).
+                if !unsafe { condition.run_unsafe(world, tick) } {
+                    return;
+                }
             }
-        }
-        // SAFETY: forwarded from the caller.
-        unsafe { node.system.run_unsafe(world, tick) }
+            // SAFETY: forwarded from the caller.
+            unsafe { node.system.run_unsafe(world, tick) }
+        })
     }))
     .map_err(panic_message)
 }

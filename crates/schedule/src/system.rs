@@ -2,6 +2,7 @@
 //! same shape, and exclusive functions of `&mut World`.
 
 use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use folio_query::{MAX_CHANGE_AGE, World, WorldId};
 
@@ -12,7 +13,19 @@ use crate::param::EventUpdater;
 use crate::param::{SystemMeta, SystemParam, SystemParamItem, all_tuples};
 
 /// A runnable system.
-pub trait System: Send + Sync + 'static {
+///
+/// Systems are usually made from functions and closures ([`IntoSystem`]); implement this trait
+/// by hand only for what those cannot express.
+///
+/// # Safety
+/// The executor runs systems whose [`System::access`] does not conflict at the same time, on
+/// different threads, each with a shared `&World`. So an implementation promises:
+/// - `access` records everything [`System::run_unsafe`] reads (as reads) and writes (as
+///   writes), components and resources alike, and does not change once the system is
+///   [initialized](System::initialize); a system that touches anything it cannot name (as
+///   through `&World`'s readers) declares that it reads the whole world.
+/// - A system whose `access` is exclusive is run only through [`System::run_exclusive`].
+pub unsafe trait System: Send + Sync + 'static {
     /// What a run returns (`()` for systems, `bool` for run conditions).
     type Out;
 
@@ -55,10 +68,20 @@ pub trait System: Send + Sync + 'static {
 
     /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
     /// and applies its commands.
+    ///
+    /// If the system panics, the commands it buffered in that run are thrown away (as a
+    /// [`Schedule`](crate::Schedule) does; entities they reserved are not left behind), then
+    /// the panic continues.
     fn run(&mut self, world: &mut World) -> Result<Self::Out, ScheduleError> {
         self.initialize(world)?;
         let this_run = world.increment_change_tick();
-        let out = self.run_exclusive(world, this_run);
+        let out = match catch_unwind(AssertUnwindSafe(|| self.run_exclusive(world, this_run))) {
+            Ok(out) => out,
+            Err(payload) => {
+                self.discard_deferred(world);
+                resume_unwind(payload);
+            }
+        };
         self.apply_deferred(world, &mut CommandStats::default());
         Ok(out)
     }
@@ -120,7 +143,9 @@ impl<F: SystemParamFunction<M>, M: 'static> FunctionSystem<F, M> {
     }
 }
 
-impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, M> {
+// SAFETY: `access` is the parameters' (`SystemParam::access`, whose implementations promise it
+// covers their items); `run_unsafe` touches the world only through those items.
+unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, M> {
     type Out = F::Out;
 
     fn name(&self) -> &str {
@@ -210,7 +235,8 @@ pub struct ExclusiveSystem<F> {
     access: SystemAccess,
 }
 
-impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSystem<F> {
+// SAFETY: the access is exclusive, and `run_unsafe` never touches the world (it panics).
+unsafe impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSystem<F> {
     type Out = ();
 
     fn name(&self) -> &str {

@@ -66,11 +66,17 @@ fn conflicting_systems_never_overlap() {
 #[cfg_attr(miri, ignore = "timing: miri's thread scheduler need not overlap the sleeps")]
 fn independent_systems_overlap_when_given_work() {
     let group = Arc::new(Overlap::default());
+    // The two writers of A alone: disjoint by `With<B>` / `Without<B>`.
+    let writers_of_a = Arc::new(Overlap::default());
     let mut schedule = Schedule::new();
     let (g1, g2, g3) = (group.clone(), group.clone(), group.clone());
+    let (a1, a3) = (writers_of_a.clone(), writers_of_a.clone());
     schedule.add_systems((
-        move |mut q: Query<&mut A>| {
-            g1.enter();
+        move |mut q: Query<&mut A, With<B>>| {
+            std::thread::scope(|s| {
+                s.spawn(|| g1.enter());
+                a1.enter();
+            });
             q.iter_mut().for_each(|mut a| a.0 += 1);
         },
         move |mut q: Query<&mut B>| {
@@ -78,15 +84,22 @@ fn independent_systems_overlap_when_given_work() {
             q.iter_mut().for_each(|mut b| b.0 += 1);
         },
         // Writes A too, but only where B is absent: disjoint from the first system.
-        move |mut q: Query<&mut C>, _other: Query<&mut A, Without<B>>| {
-            g3.enter();
+        move |mut q: Query<&mut C>, mut other: Query<&mut A, Without<B>>| {
+            std::thread::scope(|s| {
+                s.spawn(|| g3.enter());
+                a3.enter();
+            });
             q.iter_mut().for_each(|mut c| c.0 += 1);
+            other.iter_mut().for_each(|mut a| a.0 += 10);
         },
     ));
     let mut world = World::new();
-    world.spawn((A(0), B(0), C(0)));
+    let both = world.spawn((A(0), B(0), C(0)));
+    let lone = world.spawn((A(0), C(0)));
     pool(3).install(|| schedule.run(&mut world)).unwrap();
     assert!(group.max.load(Ordering::SeqCst) >= 2, "no two independent systems overlapped");
+    assert_eq!(writers_of_a.max.load(Ordering::SeqCst), 2, "the two writers of A did not overlap");
+    assert_eq!((world.get::<A>(both), world.get::<A>(lone)), (Some(&A(1)), Some(&A(10))));
 }
 
 #[test]
@@ -872,4 +885,112 @@ fn a_caller_that_unwinds_waits_for_its_pool_tasks_first() {
             assert_eq!(r, TASK, "node {k} was not run by a task: {runner:?}");
         }
     }
+}
+
+#[test]
+fn a_system_run_on_its_own_that_panics_leaves_none_of_its_commands() {
+    let mut world = World::new();
+    let mut calls = 0u64;
+    let mut system = crate::IntoSystem::into_system(move |mut commands: Commands| {
+        calls += 1;
+        commands.spawn((A(calls),));
+        assert_ne!(calls, 1, "the first run fails");
+    });
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::System::run(&mut system, &mut world)
+    }));
+    assert!(first.is_err());
+    world.flush();
+    assert_eq!(world.len(), 0, "the failed run's reserved entity is not left behind");
+    crate::System::run(&mut system, &mut world).unwrap();
+    let spawned: Vec<u64> = world.query::<&A>().iter(&world).map(|a| a.0).collect();
+    assert_eq!(spawned, [2], "only the second run's spawn lands");
+    assert_eq!(world.len(), 1);
+}
+
+struct Ping;
+
+#[test]
+fn a_command_panicking_at_a_sync_point_stops_the_run_and_events_still_age() {
+    fn send(mut pings: EventWriter<Ping>, mut commands: Commands, mut runs: Local<u32>) {
+        *runs += 1;
+        if *runs == 1 {
+            pings.send(Ping);
+            commands.add(|_: &mut World| panic!("a bad command"));
+        }
+    }
+    fn after(mut log: ResMut<Log>) {
+        log.0.push("after");
+    }
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((send, ApplyDeferred, after).chain());
+    let first = schedule.run(&mut world);
+    assert!(
+        matches!(&first, Err(ScheduleError::SystemPanicked { message, .. }) if message.contains("a bad command")),
+        "{first:?}"
+    );
+    assert!(world.resource::<Log>().unwrap().0.is_empty(), "nothing after the sync point ran");
+    assert_eq!(world.resource::<Events<Ping>>().unwrap().len(), 1, "the ping lives on");
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["after"]);
+    assert_eq!(
+        world.resource::<Events<Ping>>().unwrap().len(),
+        0,
+        "a ping sent in the first run is gone after the second run's aging"
+    );
+}
+
+#[test]
+fn a_chain_orders_the_systems_it_lists_not_their_types() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let mut twice = Schedule::new();
+    twice.add_systems((first, second, first).chain());
+    twice.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["first", "second", "first"]);
+
+    world.resource_mut::<Log>().unwrap().0.clear();
+    let mut syncs = Schedule::new();
+    syncs.add_systems((first, ApplyDeferred, second, ApplyDeferred, third).chain());
+    syncs.run(&mut world).unwrap();
+    assert_eq!(world.resource::<Log>().unwrap().0, ["first", "second", "third"]);
+}
+
+#[test]
+fn a_world_system_s_own_query_sees_the_writes_ordered_after_it() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut state: Option<QueryState<Entity, Changed<A>>> = None;
+    // Ordered before the writer (a `&World` reader conflicts with every writer), in the same
+    // segment: each run sees the write of the run before.
+    let watcher = move |world: &World| {
+        let state = state.get_or_insert_with(|| world.query_filtered());
+        log.lock().unwrap().push(state.iter(world).count());
+    };
+    let writer = |mut q: Query<&mut A>| q.iter_mut().for_each(|mut a| a.0 += 1);
+    let mut world = World::new();
+    world.spawn((A(0),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((watcher, writer));
+    for _ in 0..4 {
+        schedule.run(&mut world).unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), [1, 1, 1, 1]);
+}
+
+#[test]
+fn a_schedule_clamps_stored_ticks_at_its_first_run_and_every_so_many_ticks() {
+    use crate::schedule::tick_check_due;
+    let (a, b) = (World::new(), World::new());
+    assert!(tick_check_due(None, a.id(), 5), "the first run on a world checks");
+    let checked = Some((a.id(), 5));
+    assert!(!tick_check_due(checked, a.id(), 5 + crate::CHECK_TICKS_EVERY - 1));
+    assert!(tick_check_due(checked, a.id(), 5 + crate::CHECK_TICKS_EVERY));
+    assert!(tick_check_due(checked, b.id(), 6), "another world is checked at once");
+    // Across the wrap of the counter.
+    let late = Some((a.id(), u32::MAX - 10));
+    assert!(!tick_check_due(late, a.id(), 100));
+    assert!(tick_check_due(late, a.id(), crate::CHECK_TICKS_EVERY));
 }
