@@ -19,8 +19,9 @@ thread_local! {
 /// Runs `f` as a system run of `world` at `tick`: a [`QueryState`] run through a shared
 /// `&World` of that world inside `f` (a system taking `&World` that keeps its own query
 /// state) takes `tick` as its tick instead of a new one from the world's counter, as the
-/// system's own `Query` parameters do. A schedule's executor calls this around every system it
-/// runs beside others.
+/// system's own `Query` parameters do. folio-schedule runs every system whose parameters give
+/// it the world (`&World`) inside this; a hand-written system that hands its code the world
+/// should do the same.
 ///
 /// Why: a parallel segment's systems take their ticks in the schedule's order before any of
 /// them runs, so a tick taken from the counter during the segment is newer than every one of

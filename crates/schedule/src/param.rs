@@ -63,6 +63,12 @@ pub unsafe trait SystemParam: Sized {
     /// The parameter as the system function receives it.
     type Item<'w, 's>: SystemParam<State = Self::State>;
 
+    /// Whether the item hands the system the world itself (`&World`), through which it can run
+    /// query states of its own: a system with such a parameter runs with its tick as the
+    /// thread's system tick ([`folio_query::with_system_tick`]), so that those query states
+    /// take the system's tick. Known at compile time, so the other systems pay nothing.
+    const GIVES_WORLD: bool = false;
+
     /// Records the parameter's access; an error if it conflicts with the system's other
     /// parameters.
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError>;
@@ -452,6 +458,8 @@ unsafe impl SystemParam for &World {
     type State = ();
     type Item<'w, 's> = &'w World;
 
+    const GIVES_WORLD: bool = true;
+
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
         let name = meta.name.clone();
         meta.access.add_world_read(&name)
@@ -474,6 +482,8 @@ macro_rules! tuple_param {
         unsafe impl<$($name: SystemParam),*> SystemParam for ($($name,)*) {
             type State = ($($name::State,)*);
             type Item<'w, 's> = ($($name::Item<'w, 's>,)*);
+
+            const GIVES_WORLD: bool = false $(|| $name::GIVES_WORLD)*;
 
             fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
                 $($name::access(meta)?;)*

@@ -959,18 +959,14 @@ unsafe fn run_segment_node(
 ///   condition.
 unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
-        // A query state the system runs through `&World` takes the system's tick, not a newer
-        // one from the world's counter, which is already past the whole segment.
-        folio_query::with_system_tick(world.id(), tick, || {
-            for condition in &mut node.conditions {
-                // SAFETY: forwarded from the caller (conditions' access is part of the node's).
-                if !unsafe { condition.run_unsafe(world, tick) } {
-                    return;
-                }
+        for condition in &mut node.conditions {
+            // SAFETY: forwarded from the caller (conditions' access is part of the node's).
+            if !unsafe { condition.run_unsafe(world, tick) } {
+                return;
             }
-            // SAFETY: forwarded from the caller.
-            unsafe { node.system.run_unsafe(world, tick) }
-        })
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { node.system.run_unsafe(world, tick) }
     }))
     .map_err(panic_message)
 }

@@ -189,9 +189,22 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
         if this_run.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
             self.meta.last_run = this_run.wrapping_sub(MAX_CHANGE_AGE);
         }
-        // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
-        let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
-        let out = self.func.run(params);
+        let out = if F::Param::GIVES_WORLD {
+            // A query state the function runs through its `&World` takes this run's tick, not
+            // a newer one from the world's counter: in a parallel segment that counter is
+            // already past every system of the segment, so such a state would never see the
+            // writes of the systems ordered after this one.
+            folio_query::with_system_tick(world.id(), this_run, || {
+                // SAFETY: forwarded from the caller: the state is for `world`, the access is
+                // held.
+                let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
+                self.func.run(params)
+            })
+        } else {
+            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
+            let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
+            self.func.run(params)
+        };
         self.meta.last_run = this_run;
         out
     }
