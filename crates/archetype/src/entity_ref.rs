@@ -168,12 +168,14 @@ impl World {
         }
     }
 
-    /// A view of `entity` that can change it.
+    /// A view of `entity` that can change it. Reserved entities are flushed first, so a reserved
+    /// `entity` is alive by then.
     ///
     /// # Errors
-    /// [`EntityError::NoSuchEntity`] when it is not alive.
+    /// [`EntityError::NoSuchEntity`] when it is not alive; [`EntityError::Storage`] when memory
+    /// to flush the reserved entities was refused (nothing changed: they stay reserved).
     pub fn entity_mut(&mut self, entity: Entity) -> Result<EntityWorldMut<'_>, EntityError> {
-        self.flush();
+        self.try_flush()?;
         if self.contains(entity) {
             Ok(EntityWorldMut::new(self, entity))
         } else {

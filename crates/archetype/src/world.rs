@@ -510,31 +510,59 @@ impl World {
     }
 
     /// Places every reserved entity into the empty archetype.
+    ///
+    /// # Panics
+    /// When the OS refuses memory for them (the empty table's rows or the entity metas);
+    /// [`World::try_flush`] returns that as an error. Nothing changed then: the entities stay
+    /// reserved and a later flush places them.
     #[inline]
     pub fn flush(&mut self) {
-        if self.entities.has_reserved() {
-            self.flush_reserved();
+        if let Err(e) = self.try_flush() {
+            panic!("World::flush: cannot place the reserved entities: {e}");
         }
     }
 
+    /// Places every reserved entity into the empty archetype, or says why it cannot.
+    ///
+    /// # Errors
+    /// [`EntityError::Storage`] when the OS refuses memory for the empty table's rows or the
+    /// entity metas. Nothing changed then: every reservation is still pending (not alive, not
+    /// counted by [`World::len`]) and a later flush places them.
+    #[inline]
+    pub fn try_flush(&mut self) -> Result<(), EntityError> {
+        if self.entities.has_reserved() {
+            return self.flush_reserved();
+        }
+        Ok(())
+    }
+
+    /// [`World::try_flush`] once some reservation may be pending.
     #[inline(never)]
-    fn flush_reserved(&mut self) {
-        if self.entities.reserved_len() == 0 {
-            return;
+    fn flush_reserved(&mut self) -> Result<(), EntityError> {
+        let pending = self.entities.reserved_len();
+        if pending == 0 {
+            return Ok(());
         }
         let table = &mut self.tables[TableId::EMPTY.index()];
+        // Every row first, then (inside `try_flush`) every meta: once an entity is alive
+        // nothing can fail, so a refused commit leaves every reservation pending, never an
+        // entity that is alive but in no table.
+        table.try_reserve(pending)?;
         let archetype = &mut self.archetypes[ArchetypeId::EMPTY.index()];
-        self.entities.flush(|entity, location| {
+        self.entities.try_flush(|entity, location| {
             // SAFETY: the empty table has no components, so `value` is never called.
-            let row = unsafe { table.push_row(entity, 0, |_| unreachable!()) }
-                .expect("could not commit memory for a reserved entity");
+            let row = match unsafe { table.push_row(entity, 0, |_| unreachable!()) } {
+                Ok(row) => row,
+                Err(e) => unreachable!("the rows of every reserved entity were reserved: {e}"),
+            };
             let archetype_row = archetype.push(entity, row as u32);
             *location = EntityLocation {
                 archetype_id: ArchetypeId::EMPTY.0,
                 archetype_row,
                 table_row: row as u32,
             };
-        });
+        })?;
+        Ok(())
     }
 
     /// Spawns an entity with the components of `bundle`.
@@ -548,8 +576,14 @@ impl World {
 
     /// Spawns an entity with the components of `bundle`, or says why it could not (and drops
     /// the bundle).
+    ///
+    /// # Errors
+    /// [`EntityError::Component`] for a bundle that repeats a component type;
+    /// [`EntityError::Storage`] when memory runs out, for the entity or for the reserved
+    /// entities flushed first (which then stay reserved). On error nothing changed but that
+    /// flush, when it succeeded.
     pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, EntityError> {
-        self.flush();
+        self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let tick = self.change_tick();
         if self.has_table_only_plan(b) {
@@ -573,7 +607,9 @@ impl World {
     /// reserved entities in order) is not flushed into the empty archetype first: it becomes
     /// alive in its table's row.
     ///
-    /// On error nothing changed (the entity stays, empty) and the bundle is dropped.
+    /// On error nothing changed and the bundle is dropped: the entity stays, empty (alive in
+    /// the empty archetype, or still reserved when memory to flush the reserved entities was
+    /// refused; a later flush places it).
     pub fn spawn_reserved<B: Bundle>(
         &mut self,
         entity: Entity,
@@ -590,12 +626,13 @@ impl World {
                 Ok(front)
             });
             if spawned.is_err() {
-                // As on the other path: the entity stays, empty.
-                self.flush();
+                // As on the other path: the entity stays, empty. If even that flush is refused,
+                // nothing changed and it stays reserved; the first error is the one to report.
+                let _ = self.try_flush();
             }
             return spawned.map(drop);
         }
-        self.flush();
+        self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
         let plan = self.spawn_plan(b);
@@ -668,7 +705,7 @@ impl World {
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
         let iter = iter.into_iter();
         let (lower, _) = iter.size_hint();
-        self.flush();
+        self.try_flush().unwrap_or_else(|e| panic!("World::spawn: {e}"));
         let b = self.bundle_id::<B>().unwrap_or_else(|e| panic!("World::spawn: {e}"));
         let tick = self.change_tick();
         let plan = self.spawn_plan(b);
@@ -751,11 +788,16 @@ impl World {
     /// Reserved entities stay pending unless `entity` is one of them: a despawn needs no flush,
     /// so a buffer of despawns followed by spawns of reserved entities places each of those
     /// straight into its table ([`World::spawn_reserved`]).
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive (nor reserved);
+    /// [`EntityError::Storage`] when it is not alive, reservations are pending, and memory to
+    /// flush them (to see whether `entity` is one) was refused: nothing changed then.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
         let loc = match self.entities.free(entity) {
             Some(loc) => loc,
             None if self.entities.has_reserved() => {
-                self.flush_reserved();
+                self.flush_reserved()?;
                 self.entities.free(entity).ok_or(EntityError::NoSuchEntity(entity))?
             }
             None => return Err(EntityError::NoSuchEntity(entity)),
@@ -807,8 +849,12 @@ impl World {
     /// that unwinding aborts the process, as for a `Vec`). The panic then continues, and the
     /// entities not yet reached stay alive. If the iterator itself panics, the entities marked
     /// so far are still despawned.
+    ///
+    /// # Panics
+    /// When reserved entities are pending and the OS refuses memory to flush them first (before
+    /// anything changes: they stay reserved), and as above when a `Drop` or the iterator panics.
     pub fn despawn_batch(&mut self, entities: impl IntoIterator<Item = Entity>) -> usize {
-        self.flush();
+        self.try_flush().unwrap_or_else(|e| panic!("World::despawn_batch: {e}"));
         let entities = entities.into_iter();
         if entities.size_hint().0 >= BULK_DESPAWN_FROM {
             return self.despawn_swept(entities);
@@ -895,8 +941,13 @@ impl World {
     /// On error nothing changed and the bundle is dropped. If a replaced value's `Drop` panics,
     /// the insert is still complete (every new value in, every old one dropped once) before the
     /// panic continues.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive; [`EntityError::Component`] for
+    /// a bundle that repeats a component type; [`EntityError::Storage`] when memory runs out,
+    /// for the move or for the reserved entities flushed first (which then stay reserved).
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
-        self.flush();
+        self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
         let tick = self.change_tick();
@@ -1159,7 +1210,7 @@ impl World {
         B: Bundle,
         I: IntoIterator<Item = (Entity, B)>,
     {
-        self.flush();
+        self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
         // On an error the bundles are dropped here.
@@ -1208,7 +1259,7 @@ impl World {
         &mut self,
         entities: impl IntoIterator<Item = Entity>,
     ) -> Result<Vec<B>, EntityError> {
-        self.flush();
+        self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let entities: Vec<Entity> = entities.into_iter().collect();
         let run = self.check_batch(entities.iter().copied(), Some(b))?;
@@ -1582,8 +1633,16 @@ impl World {
     }
 
     /// Removes the components of `B` from `entity` and returns them, or says why not.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive;
+    /// [`EntityError::MissingComponent`] when it lacks a component of `B`;
+    /// [`EntityError::Component`] for a bundle that repeats a component type;
+    /// [`EntityError::Storage`] when memory runs out, for the move or for the reserved entities
+    /// flushed first (which then stay reserved). On error nothing changed but that flush, when
+    /// it succeeded.
     pub fn try_remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
-        self.flush();
+        self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
         self.remove_located(entity, loc, b)
@@ -1823,8 +1882,12 @@ impl World {
     ///
     /// If a component's `Drop` panics, every other component is still dropped, and the world
     /// is empty and consistent, before the panic continues.
+    ///
+    /// # Panics
+    /// When reserved entities are pending and the OS refuses memory to flush them first (before
+    /// anything changes: they stay reserved), and as above when a `Drop` panics.
     pub fn clear(&mut self) {
-        self.flush();
+        self.try_flush().unwrap_or_else(|e| panic!("World::clear: {e}"));
         self.entities.clear();
         for archetype in &mut self.archetypes {
             archetype.clear_entities();

@@ -1,13 +1,18 @@
-//! The OS saying no: a refused commit at every point of a workload, an exhausted reservation,
-//! a reservation refused under `prlimit --as`, and the kernel's mapping-count limit. Each gives
-//! a typed [`EntityError::Storage`] with the world unchanged (every entity's values as before,
-//! invariants intact), and the world works again once memory is there.
+//! The OS saying no: a refused commit at every point of a workload, while reserved entities are
+//! flushed, an exhausted reservation, a reservation refused under `prlimit --as`, and the
+//! kernel's mapping-count limit. Each gives a typed [`EntityError::Storage`] with the world
+//! unchanged (every entity's values as before, invariants intact, reserved entities still
+//! reserved), and the world works again once memory is there.
 
+use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use folio_archetype::vm::{FaultyPages, default_source};
-use folio_archetype::{Entity, EntityError, StorageConfig, StorageError, StorageType, World};
+use folio_archetype::{
+    Entity, EntityError, StorageConfig, StorageError, StorageType, TableId, World,
+};
 
 /// A 64-byte table component: 256 fit in a column's heap block, so the 257th moves the column
 /// into its reservation.
@@ -92,13 +97,28 @@ enum Step {
     RemoveA(usize),
     Despawn(usize),
     Counted(usize),
+    /// Reserves this many entities (those a refused flush left pending count) and flushes them.
+    Reserve(usize, Via),
+}
+
+/// How a [`Step::Reserve`] flushes its entities: two operations that can fail only there.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    TryFlush,
+    /// `entity_mut` of entity 0, which flushes first.
+    EntityMut,
 }
 
 /// A workload that makes every kind of column leave the heap and commit several steps: table
-/// columns and their ticks, sparse sets, the entity metas, rows moved between tables.
+/// columns and their ticks, sparse sets, the entity metas, rows moved between tables, and the
+/// empty table and the metas while reserved entities are flushed.
 fn workload() -> Vec<Step> {
     let n = if cfg!(miri) { 300 } else { 3000 };
     let mut steps: Vec<Step> = (0..n as u64).map(Step::SpawnA).collect();
+    // 2,100 empty entities: the empty table's entity column outgrows its 16 KiB heap block
+    // (2,048 ids) in the second flush, and the metas grow past commit points in both.
+    steps.push(Step::Reserve(1000, Via::EntityMut));
+    steps.push(Step::Reserve(1100, Via::TryFlush));
     steps.extend((0..n).step_by(2).map(Step::InsertB));
     steps.extend((0..n).step_by(3).map(Step::InsertS));
     steps.extend((0..n).step_by(5).map(Step::RemoveA));
@@ -143,6 +163,25 @@ fn apply(world: &mut World, expected: &mut Expected, step: Step) -> Result<(), E
             let e = world.try_spawn((Counted::new(i as u64), B(7)))?;
             world.despawn(e)?;
         }
+        Step::Reserve(count, via) => {
+            // A refused flush leaves its reservations pending; the retry flushes those.
+            for _ in world.entities().reserved_len()..count {
+                world.reserve_entity();
+            }
+            let flushed = match via {
+                Via::TryFlush => world.try_flush(),
+                Via::EntityMut => world.entity_mut(entity(0, expected)).map(drop),
+            };
+            if let Err(e) = flushed {
+                assert_eq!(world.entities().reserved_len(), count, "a refused flush keeps all");
+                return Err(e);
+            }
+            // The flush appended them to the empty table, in order.
+            let rows = world.tables()[TableId::EMPTY.index()].entities();
+            for &e in &rows[rows.len() - count..] {
+                expected.push((e, Some((None, None, None, None))));
+            }
+        }
     }
     Ok(())
 }
@@ -155,17 +194,27 @@ fn a_refused_commit_anywhere_changes_nothing() {
     let mut world = World::with_storage(config.clone());
     world.register_component::<S>(StorageType::SparseSet).unwrap();
     let mut clean = Expected::new();
+    // The commits made while reserved entities are flushed (one either side too: columns'
+    // colours vary from world to world, so a commit may come one earlier or later).
+    let mut flush_commits = BTreeSet::new();
     for step in workload() {
+        let before = counter.commits();
         apply(&mut world, &mut clean, step).unwrap();
+        if matches!(step, Step::Reserve(..)) {
+            flush_commits.extend(before.max(1)..=counter.commits() + 1);
+        }
     }
     let commits = counter.commits();
     assert!(commits >= if cfg!(miri) { 3 } else { 10 }, "the workload commits {commits} times");
+    assert!(flush_commits.len() > 2, "no flush of reserved entities commits");
     drop(world);
 
-    // Then fail each of those commits in turn (a sample of them under miri).
+    // Then fail each of those commits in turn (a sample of them under miri, and every one a
+    // flush makes).
     let sample = if cfg!(miri) { commits / 4 } else { 1 };
-    let mut failures = 0;
-    for k in (1..=commits).step_by(sample.max(1)) {
+    let ks: BTreeSet<usize> = (1..=commits).step_by(sample.max(1)).chain(flush_commits).collect();
+    let (mut failures, mut flush_failures) = (0, 0);
+    for k in ks {
         let source = Arc::new(FaultyPages::new(default_source(), k));
         let mut world = World::with_storage(StorageConfig::new().with_source(source.clone()));
         world.register_component::<S>(StorageType::SparseSet).unwrap();
@@ -176,6 +225,7 @@ fn a_refused_commit_anywhere_changes_nothing() {
                 Ok(()) => {}
                 Err(EntityError::Storage(StorageError::Commit { .. })) => {
                     failures += 1;
+                    flush_failures += usize::from(matches!(step, Step::Reserve(..)));
                     check(&world, &expected);
                     assert_eq!(LIVE.load(Ordering::Relaxed), live_before, "{step:?}: leak");
                     // Memory is back: the same step now succeeds.
@@ -193,6 +243,186 @@ fn a_refused_commit_anywhere_changes_nothing() {
         );
     }
     assert!(failures > 0, "no injected failure reached the world");
+    assert!(flush_failures > 0, "no injected failure reached a flush of reserved entities");
+}
+
+/// What the next flush of reserved entities commits for.
+#[derive(Clone, Copy, Debug)]
+enum FlushCommit {
+    /// The empty table's entity column leaving its 16 KiB heap block (2,049 ids), alone: the
+    /// reservations reuse freed indices, whose metas exist (the reviewer's case).
+    Table,
+    /// The metas leaving their 16 KiB heap block (1,025 indices), alone: the empty table
+    /// stays on the heap.
+    Metas,
+    /// Both: 2,049 reservations of new indices.
+    Both,
+}
+
+/// A world whose next flush commits for what `at` says: `e`, spawned with `(a(0), B(0))`,
+/// and the reserved entities, which are not flushed yet.
+fn world_with_reserved(at: FlushCommit) -> (Arc<FaultyPages>, World, Entity, Vec<Entity>) {
+    let source = FaultyPages::failing_commit(0);
+    let mut world = World::with_storage(StorageConfig::new().with_source(source.clone()));
+    let e = world.spawn((a(0), B(0)));
+    let reserved = match at {
+        FlushCommit::Table => {
+            let spawned = world.spawn_batch((1..=2049).map(|i| (a(i),)));
+            assert_eq!(world.despawn_batch(spawned), 2049);
+            2049
+        }
+        FlushCommit::Metas => {
+            for i in 1..1024 {
+                world.spawn((a(i),));
+            }
+            6
+        }
+        FlushCommit::Both => 2049,
+    };
+    let reserved = (0..reserved).map(|_| world.reserve_entity()).collect();
+    (source, world, e, reserved)
+}
+
+/// Every operation of `ops` with every [`FlushCommit`]; under miri (slow), each with one.
+fn cases<T: Copy>(ops: &[T]) -> Vec<(FlushCommit, T)> {
+    let ats = [FlushCommit::Table, FlushCommit::Metas, FlushCommit::Both];
+    let mut cases = Vec::new();
+    for (i, &op) in ops.iter().enumerate() {
+        for (t, &at) in ats.iter().enumerate() {
+            if !cfg!(miri) || i % ats.len() == t {
+                cases.push((at, op));
+            }
+        }
+    }
+    cases
+}
+
+/// Checks that a refused flush changed nothing: `live` entities, consistent, and every one of
+/// `reserved` still reserved (not alive, not counted, readable as dead without a panic).
+fn still_reserved(world: &World, reserved: &[Entity], live: usize, what: &str) {
+    world.check_invariants();
+    assert_eq!(world.len(), live, "{what}: live entities");
+    assert_eq!(world.entities().reserved_len(), reserved.len(), "{what}: still reserved");
+    assert_eq!(world.entities().front_reserved(), Some(reserved[0]), "{what}: the same ids");
+    for &r in reserved {
+        assert!(!world.contains(r), "{what}: {r} is alive");
+        assert_eq!(world.get::<B>(r), None, "{what}: {r}");
+        assert!(world.entity(r).is_err(), "{what}: {r}");
+    }
+}
+
+/// An operation that flushes reserved entities first and returns a `Result`, given the spawned
+/// entity `e` (which has `A` and `B`) and a reserved one `r` (not the oldest reservation).
+type FlushingOp = fn(&mut World, Entity, Entity) -> Result<(), EntityError>;
+
+const FLUSHING_OPS: &[(&str, FlushingOp)] = &[
+    ("try_flush", |w, _, _| w.try_flush()),
+    ("try_spawn", |w, _, _| w.try_spawn((B(1),)).map(drop)),
+    ("insert", |w, e, _| w.insert(e, (B(1),))),
+    ("try_remove", |w, e, _| w.try_remove::<(B,)>(e).map(drop)),
+    ("insert_batch", |w, e, _| w.insert_batch([(e, (S([1; 4]),))])),
+    ("remove_batch", |w, e, _| w.remove_batch::<(B,)>([e]).map(drop)),
+    ("entity_mut", |w, _, r| w.entity_mut(r).map(drop)),
+    ("despawn", |w, _, r| w.despawn(r)),
+    ("spawn_reserved", |w, _, r| w.spawn_reserved(r, (B(2),))),
+];
+
+#[test]
+fn a_refused_commit_while_flushing_reserved_entities_is_a_typed_error() {
+    for (at, (name, op)) in cases(FLUSHING_OPS) {
+        let what = format!("{name}, {at:?}");
+        let (source, mut world, e, reserved) = world_with_reserved(at);
+        let (live, r) = (world.len(), reserved[1]);
+        source.fail_commit_after(1);
+        let err = op(&mut world, e, r).expect_err(&what);
+        assert!(matches!(err, EntityError::Storage(StorageError::Commit { .. })), "{what}: {err}");
+        still_reserved(&world, &reserved, live, &what);
+        assert_eq!(world.get::<B>(e), Some(&B(0)), "{what}");
+        // Memory is back: the same operation flushes them all and succeeds.
+        source.fail_commit_after(0);
+        op(&mut world, e, r).unwrap_or_else(|err| panic!("{what}, memory back: {err}"));
+        world.check_invariants();
+        assert_eq!(world.entities().reserved_len(), 0, "{what}");
+        let despawned = usize::from(name == "despawn");
+        let spawned = usize::from(name == "try_spawn");
+        assert_eq!(world.len(), live + reserved.len() + spawned - despawned, "{what}");
+        assert!(reserved.iter().all(|&x| world.contains(x) != (name == "despawn" && x == r)));
+    }
+}
+
+#[test]
+fn every_commit_of_a_flush_can_be_refused() {
+    // The flush of 2,049 reserved entities commits for the empty table and for the metas:
+    // refusing either (or any later one) leaves them all reserved, and the world unchanged.
+    let mut refused = 0;
+    for k in 1.. {
+        let (source, mut world, _, reserved) = world_with_reserved(FlushCommit::Both);
+        let live = world.len();
+        source.fail_commit_after(k);
+        match world.try_flush() {
+            Err(EntityError::Storage(StorageError::Commit { .. })) => refused += 1,
+            Err(e) => panic!("commit {k}: unexpected error {e}"),
+            Ok(()) => break,
+        }
+        still_reserved(&world, &reserved, live, &format!("commit {k}"));
+        source.fail_commit_after(0);
+        world.try_flush().unwrap();
+        world.check_invariants();
+        assert_eq!(world.len(), live + reserved.len());
+    }
+    assert!(refused >= 2, "the table's commit and the metas' ({refused} refused)");
+}
+
+/// An operation that flushes reserved entities first and panics when it cannot.
+type PanickingOp = fn(&mut World);
+
+const PANICKING_OPS: &[(&str, PanickingOp)] = &[
+    ("World::flush", World::flush),
+    ("World::spawn", |w| {
+        w.spawn((B(1),));
+    }),
+    ("World::spawn", |w| drop(w.spawn_batch([(B(1),), (B(2),)]))),
+    ("World::despawn_batch", |w| {
+        w.despawn_batch([]);
+    }),
+    ("World::clear", World::clear),
+];
+
+#[test]
+fn a_refused_flush_in_an_operation_that_panics_leaves_no_half_made_entity() {
+    for (at, (name, op)) in cases(PANICKING_OPS) {
+        let what = format!("{name}, {at:?}");
+        let (source, mut world, _, reserved) = world_with_reserved(at);
+        let live = world.len();
+        source.fail_commit_after(1);
+        let panic = catch_unwind(AssertUnwindSafe(|| op(&mut world))).expect_err(&what);
+        let message = panic.downcast_ref::<String>().map_or("", String::as_str);
+        assert!(message.starts_with(name), "{what}: {message}");
+        assert!(message.contains("could not commit"), "{what}: {message}");
+        still_reserved(&world, &reserved, live, &what);
+        source.fail_commit_after(0);
+        world.flush();
+        world.check_invariants();
+        assert_eq!(world.len(), live + reserved.len(), "{what}");
+    }
+}
+
+#[test]
+fn spawn_reserved_of_the_oldest_reservation_refused_leaves_it_empty() {
+    // The oldest reservation is placed straight into its table: no flush, but its meta is the
+    // one that leaves the heap block. Refused, the entity stays, empty (the flush after the
+    // error gets the memory).
+    let (source, mut world, _, reserved) = world_with_reserved(FlushCommit::Metas);
+    let live = world.len();
+    source.fail_commit_after(1);
+    let err = world.spawn_reserved(reserved[0], (B(3),)).unwrap_err();
+    assert!(matches!(err, EntityError::Storage(StorageError::Commit { .. })), "{err}");
+    world.check_invariants();
+    assert_eq!(world.len(), live + reserved.len());
+    assert_eq!(world.get::<B>(reserved[0]), None);
+    world.spawn_reserved(reserved[0], (B(3),)).unwrap();
+    assert_eq!(world.get::<B>(reserved[0]), Some(&B(3)));
+    world.check_invariants();
 }
 
 #[test]

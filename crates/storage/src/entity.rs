@@ -42,7 +42,9 @@
 //! any number of threads can reserve at once. [`Entities::flush`] (at the next sync point, with
 //! `&mut self`) materialises them in the same order: it pops `free[0]` or pushes a new meta, lowers
 //! the counter by one, marks the entity alive and lets the caller place it. Each step keeps the
-//! mapping above true for the ids still pending, so a panicking `init` loses nothing.
+//! mapping above true for the ids still pending, so a panicking `init` loses nothing. Room for
+//! every new meta is made before the first step, so a refused commit
+//! ([`Entities::try_flush`]'s error) leaves every reservation pending and nothing alive.
 //! Reserved-but-unflushed ids are not alive.
 //!
 //! [`Entities::alloc`], [`Entities::free`] and [`Entities::clear`] change the freelist the
@@ -183,7 +185,7 @@ impl EntityMeta {
 /// - Freeing bumps the slot's generation; a slot freed at generation `u32::MAX` retires for good,
 ///   so no `(index, generation)` pair is ever handed out twice.
 /// - [`Self::reserve`] hands out ids through `&self` (one atomic counter) from any number of
-///   threads; [`Self::flush`] makes them alive later, all at once, or
+///   threads; [`Self::flush`] (or [`Self::try_flush`]) makes them alive later, all at once, or
 ///   [`Self::flush_front`] one at a time. [`Self::alloc`] and [`Self::clear`] panic while
 ///   reservations are pending: flush reserved entities first. [`Self::free`] works meanwhile:
 ///   an index it frees joins the freelist once no reservation is pending.
@@ -565,17 +567,37 @@ impl Entities {
     /// reserved and a later flush materialises them.
     ///
     /// # Panics
-    /// When the OS refuses memory for the new metas (before anything changes), or when `init`
-    /// panics.
-    pub fn flush(&mut self, mut init: impl FnMut(Entity, &mut EntityLocation)) {
+    /// When the OS refuses memory for the new metas (before anything changes;
+    /// [`Self::try_flush`] returns that as an error), or when `init` panics.
+    pub fn flush(&mut self, init: impl FnMut(Entity, &mut EntityLocation)) {
+        let pending = self.reserved_len();
+        if let Err(e) = self.try_flush(init) {
+            panic!("Entities::flush: cannot make room for {pending} reserved entities: {e}");
+        }
+    }
+
+    /// Materialises every reserved id like [`Self::flush`], or says why it cannot.
+    ///
+    /// Room for every new meta is made before the first id is materialised, so once `init` has
+    /// seen an id nothing here can fail: a caller that also makes room for its own placement
+    /// first (a table's rows) never holds an id that is alive but unplaced.
+    ///
+    /// # Errors
+    /// The commit error when the OS refuses memory for the new metas. Nothing changed then:
+    /// every reservation is still pending, `init` saw none, and a later flush materialises them.
+    ///
+    /// # Panics
+    /// When `init` panics (the ids not reached yet stay reserved).
+    pub fn try_flush(
+        &mut self,
+        mut init: impl FnMut(Entity, &mut EntityLocation),
+    ) -> Result<(), StorageError> {
         let pending = *self.reserved.get_mut();
         if pending == 0 {
-            return;
+            return Ok(());
         }
         let new = pending.saturating_sub(self.free.len());
-        if let Err(e) = self.metas.try_reserve(new) {
-            panic!("Entities::flush: cannot make room for {new} reserved entities: {e}");
-        }
+        self.metas.try_reserve(new)?;
         for _ in 0..pending {
             // The first pending reservation, alive before `init` sees it; the mapping from
             // reservation number to id stays true for the rest (see `flush_front`).
@@ -585,6 +607,7 @@ impl Entities {
             };
             init(entity, &mut self.metas[entity.index as usize].location);
         }
+        Ok(())
     }
 
     /// The id the next flush materialises first (the oldest pending reservation), if any.
@@ -1214,6 +1237,49 @@ mod tests {
         entities.flush(|e, _| rest.push(e));
         assert_eq!(rest, [r[2]]);
         assert_eq!(entities.len(), 3);
+    }
+
+    #[test]
+    fn a_refused_meta_commit_fails_the_flush_before_anything_changes() {
+        use crate::vm::FaultyPages;
+        let source = FaultyPages::failing_commit(0);
+        let mut entities = Entities::with_config(&StorageConfig::new().with_source(source.clone()));
+        // 1,024 metas fill the column's heap block; the next one moves it into its reservation,
+        // which commits.
+        let es: Vec<Entity> = (0..1024).map(|_| entities.alloc()).collect();
+        entities.free(es[7]);
+        entities.free(es[3]);
+        let r: Vec<Entity> = (0..3).map(|_| entities.reserve()).collect();
+        assert_eq!(r.iter().map(|e| e.index()).collect::<Vec<_>>(), [7, 3, 1024]);
+        source.fail_commit_after(1);
+        let err = entities.try_flush(|e, _| panic!("{e} was materialised"));
+        assert!(matches!(err, Err(StorageError::Commit { .. })), "{err:?}");
+        // Nothing changed: the reservations (free-listed indices too) are pending, not alive.
+        assert_eq!(entities.reserved_len(), 3);
+        assert_eq!(entities.front_reserved(), Some(r[0]));
+        assert!(r.iter().all(|&e| !entities.is_alive(e)));
+        assert_eq!(entities.len(), 1022);
+        // The panicking form says why, and changes nothing either.
+        source.fail_commit_after(1);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            entities.flush(|e, _| panic!("{e} was materialised"));
+        }));
+        let message = panicked.unwrap_err();
+        let message = message.downcast_ref::<String>().expect("a formatted message");
+        assert!(message.contains("cannot make room for 3 reserved entities"), "{message}");
+        assert_eq!((entities.reserved_len(), entities.len()), (3, 1022));
+        // With memory back, the same reservations materialise, in order.
+        let mut seen = Vec::new();
+        entities
+            .try_flush(|e, l| {
+                seen.push(e);
+                *l = loc(e.index());
+            })
+            .unwrap();
+        assert_eq!(seen, r);
+        assert_eq!((entities.reserved_len(), entities.len()), (0, 1025));
+        assert!(r.iter().all(|&e| entities.location(e) == Some(loc(e.index()))));
+        assert_eq!(entities.alloc().index(), 1025);
     }
 
     #[test]
