@@ -116,9 +116,12 @@ fn workload() -> Vec<Step> {
     let n = if cfg!(miri) { 300 } else { 3000 };
     let mut steps: Vec<Step> = (0..n as u64).map(Step::SpawnA).collect();
     // 2,100 empty entities: the empty table's entity column outgrows its 16 KiB heap block
-    // (2,048 ids) in the second flush, and the metas grow past commit points in both.
-    steps.push(Step::Reserve(1000, Via::EntityMut));
-    steps.push(Step::Reserve(1100, Via::TryFlush));
+    // (2,048 ids) in the second flush, and the metas grow past commit points in both. Not under
+    // miri, where these worlds cost minutes: the flush tests below cover a refused flush there.
+    if !cfg!(miri) {
+        steps.push(Step::Reserve(1000, Via::EntityMut));
+        steps.push(Step::Reserve(1100, Via::TryFlush));
+    }
     steps.extend((0..n).step_by(2).map(Step::InsertB));
     steps.extend((0..n).step_by(3).map(Step::InsertS));
     steps.extend((0..n).step_by(5).map(Step::RemoveA));
@@ -206,7 +209,7 @@ fn a_refused_commit_anywhere_changes_nothing() {
     }
     let commits = counter.commits();
     assert!(commits >= if cfg!(miri) { 3 } else { 10 }, "the workload commits {commits} times");
-    assert!(flush_commits.len() > 2, "no flush of reserved entities commits");
+    assert!(cfg!(miri) || flush_commits.len() > 2, "no flush of reserved entities commits");
     drop(world);
 
     // Then fail each of those commits in turn (a sample of them under miri, and every one a
@@ -243,7 +246,10 @@ fn a_refused_commit_anywhere_changes_nothing() {
         );
     }
     assert!(failures > 0, "no injected failure reached the world");
-    assert!(flush_failures > 0, "no injected failure reached a flush of reserved entities");
+    assert!(
+        cfg!(miri) || flush_failures > 0,
+        "no injected failure reached a flush of reserved entities"
+    );
 }
 
 /// What the next flush of reserved entities commits for.
@@ -283,13 +289,14 @@ fn world_with_reserved(at: FlushCommit) -> (Arc<FaultyPages>, World, Entity, Vec
     (source, world, e, reserved)
 }
 
-/// Every operation of `ops` with every [`FlushCommit`]; under miri (slow), each with one.
+/// Every operation of `ops` with every [`FlushCommit`]; under miri (slow: each world holds
+/// thousands of entities), only the first three operations, each with one.
 fn cases<T: Copy>(ops: &[T]) -> Vec<(FlushCommit, T)> {
     let ats = [FlushCommit::Table, FlushCommit::Metas, FlushCommit::Both];
     let mut cases = Vec::new();
     for (i, &op) in ops.iter().enumerate() {
         for (t, &at) in ats.iter().enumerate() {
-            if !cfg!(miri) || i % ats.len() == t {
+            if !cfg!(miri) || i == t {
                 cases.push((at, op));
             }
         }
