@@ -413,8 +413,9 @@ fn changed_in_systems_means_since_that_system_last_ran() {
 /// One entity of the canonical world: `(id ^ A, B, C, A, has Flag)`.
 type Row = (u64, Option<u64>, Option<u64>, Option<u64>, bool);
 
-/// A seeded world and a schedule of 24 systems with mixed conflicts; the world afterwards,
-/// in a canonical form.
+/// A seeded world and a schedule of 29 systems with mixed conflicts (change detection, events,
+/// a `&World` system with a query state of its own and an exclusive system among them); the
+/// world afterwards, in a canonical form, with what those systems saw.
 fn simulate(threads: usize, min_parallel_work: Duration) -> Vec<Row> {
     #[derive(Clone, Copy)]
     struct Rng(u64);
@@ -479,6 +480,49 @@ fn simulate(threads: usize, min_parallel_work: Duration) -> Vec<Row> {
             },
         ));
     }
+    /// What the watching systems saw: a running hash and a count each.
+    #[derive(Default)]
+    struct Seen {
+        changed_a: (u64, u64),
+        events: (u64, u64),
+    }
+    struct Noted(u64);
+    fn fold(log: &mut (u64, u64), value: u64) {
+        log.0 = log.0.wrapping_mul(1_000_003) ^ value;
+        log.1 += 1;
+    }
+    world.insert_resource(Seen::default());
+    let by_world = Arc::new(AtomicUsize::new(0));
+    let counted = by_world.clone();
+    let mut changed_b: Option<QueryState<Entity, Changed<B>>> = None;
+    schedule.add_systems((
+        |q: Query<(Entity, &A), Changed<A>>, mut seen: ResMut<Seen>| {
+            let mut changed: Vec<(Entity, u64)> = q.iter().map(|(e, a)| (e, a.0)).collect();
+            changed.sort_unstable();
+            for (e, a) in changed {
+                fold(&mut seen.changed_a, e.to_bits() ^ a);
+            }
+        },
+        |q: Query<&C, Changed<C>>, mut notes: EventWriter<Noted>| {
+            let mut fives: Vec<u64> = q.iter().map(|c| c.0).filter(|c| c % 5 == 0).collect();
+            fives.sort_unstable();
+            notes.send_batch(fives.into_iter().map(Noted));
+        },
+        |mut notes: EventReader<Noted>, mut seen: ResMut<Seen>| {
+            for note in notes.read() {
+                fold(&mut seen.events, note.0);
+            }
+        },
+        move |world: &World| {
+            let state = changed_b.get_or_insert_with(|| world.query_filtered());
+            counted.fetch_add(state.iter(world).count(), Ordering::Relaxed);
+        },
+        |world: &mut World| {
+            let len = world.len() as u64;
+            let total = world.resource_mut::<u64>().unwrap();
+            *total = total.rotate_left(7) ^ len;
+        },
+    ));
     pool(threads).install(|| {
         for _ in 0..if cfg!(miri) { 2 } else { 5 } {
             schedule.run(&mut world).unwrap();
@@ -493,6 +537,10 @@ fn simulate(threads: usize, min_parallel_work: Duration) -> Vec<Row> {
         .collect();
     out.sort_unstable();
     out.push((*world.resource::<u64>().unwrap(), None, None, Some(world.len() as u64), false));
+    let seen = world.resource::<Seen>().unwrap();
+    let (changed_a, events) = (seen.changed_a, seen.events);
+    out.push((changed_a.0, Some(changed_a.1), Some(events.0), Some(events.1), false));
+    out.push((by_world.load(Ordering::Relaxed) as u64, None, None, None, true));
     out
 }
 
@@ -501,6 +549,11 @@ fn the_world_is_bit_identical_on_1_2_and_8_threads() {
     // Always on the pool, the adaptive default, and never on the pool.
     let one = simulate(1, Duration::ZERO);
     assert!(one.len() > if cfg!(miri) { 20 } else { 1_000 });
+    // The watchers saw something: changes of A, events, changes of B through `&World`.
+    let [.., (_, Some(changed_a), _, Some(events), _), (by_world, ..)] = one[..] else {
+        panic!("the watchers' rows")
+    };
+    assert!(changed_a > 0 && events > 0 && by_world > 0, "{changed_a} {events} {by_world}");
     for work in [Duration::ZERO, crate::MIN_PARALLEL_WORK, Duration::MAX] {
         assert_eq!(simulate(2, work), one, "2 threads, min parallel work {work:?}");
         if !cfg!(miri) {
