@@ -189,21 +189,20 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
         if this_run.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
             self.meta.last_run = this_run.wrapping_sub(MAX_CHANGE_AGE);
         }
+        let (func, meta) = (&mut self.func, &self.meta);
+        let mut call = || {
+            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
+            let params = unsafe { F::Param::get_param(state, meta, world, this_run) };
+            func.run(params)
+        };
         let out = if F::Param::GIVES_WORLD {
             // A query state the function runs through its `&World` takes this run's tick, not
             // a newer one from the world's counter: in a parallel segment that counter is
             // already past every system of the segment, so such a state would never see the
             // writes of the systems ordered after this one.
-            folio_query::with_system_tick(world.id(), this_run, || {
-                // SAFETY: forwarded from the caller: the state is for `world`, the access is
-                // held.
-                let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
-                self.func.run(params)
-            })
+            folio_query::with_system_tick(world.id(), this_run, call)
         } else {
-            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
-            let params = unsafe { F::Param::get_param(state, &self.meta, world, this_run) };
-            self.func.run(params)
+            call()
         };
         self.meta.last_run = this_run;
         out
