@@ -5,7 +5,7 @@
 //! The same tests run in two builds:
 //! - normally (and under miri, whose seeds vary the thread schedule): many runs on OS threads;
 //! - with `--cfg folio_loom`, where [`crate::sync`] hands out loom's atomics and threads and
-//!   `rt::model` is `loom::model`: every interleaving (these models are small enough to run
+//!   `run` explores every interleaving with loom (these models are small enough to run
 //!   without a preemption bound). Run it with
 //!   `RUSTFLAGS="--cfg folio_loom" cargo test -p folio-schedule --release --lib pending::`.
 //!
@@ -21,47 +21,8 @@
 use std::sync::Arc;
 
 use super::Pending;
+use crate::sync::model::{Runs, UnsafeCell};
 use crate::sync::{Mutex, thread};
-
-#[cfg(folio_loom)]
-mod rt {
-    pub(super) use loom::cell::UnsafeCell;
-
-    /// Every interleaving of `f`'s threads.
-    pub(super) fn model(f: impl Fn() + Sync + Send + 'static) {
-        loom::model::Builder::new().check(f);
-    }
-}
-
-#[cfg(not(folio_loom))]
-mod rt {
-    /// std's `UnsafeCell` with loom's closure-based access.
-    pub(super) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
-
-    impl<T> UnsafeCell<T> {
-        pub(super) fn new(value: T) -> Self {
-            Self(std::cell::UnsafeCell::new(value))
-        }
-
-        pub(super) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-            f(self.0.get())
-        }
-
-        pub(super) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-            f(self.0.get())
-        }
-    }
-
-    /// `f` many times on OS threads (a few times under miri, where each run is slow and the
-    /// seed, `-Zmiri-many-seeds` in CI, varies the schedule instead).
-    pub(super) fn model(f: impl Fn()) {
-        for _ in 0..if cfg!(miri) { 4 } else { 500 } {
-            f();
-        }
-    }
-}
-
-use rt::UnsafeCell;
 
 /// What the owner shares with its tasks for one run.
 struct Segment {
@@ -143,39 +104,40 @@ fn join_all(segment: &Segment) {
     }
 }
 
-#[test]
-fn the_owner_goes_on_only_after_every_task_is_done() {
-    rt::model(|| {
-        let segment = Segment::new(2);
-        spawn(&segment, 0, |_| {});
-        spawn(&segment, 1, |_| {});
+/// One model: a segment of `tasks` outputs whose owner runs `start` (counting and starting
+/// tasks), then waits, checks, and joins every task. Under loom every interleaving (no
+/// preemption bound: these are small); otherwise 500 runs on OS threads, 4 under miri.
+fn run(tasks: usize, start: fn(&Arc<Segment>)) {
+    crate::sync::model::check(None, Runs { threads: 500, miri: 4 }, move || {
+        let segment = Segment::new(tasks);
+        start(&segment);
         segment.wait_and_check();
         join_all(&segment);
+    });
+}
+
+#[test]
+fn the_owner_goes_on_only_after_every_task_is_done() {
+    run(2, |segment| {
+        spawn(segment, 0, |_| {});
+        spawn(segment, 1, |_| {});
     });
 }
 
 #[test]
 fn a_task_started_by_a_task_is_waited_for_too() {
-    rt::model(|| {
-        let segment = Segment::new(2);
-        // The second task is counted by the first while the first is still counted itself.
-        spawn(&segment, 0, |segment| spawn(segment, 1, |_| {}));
-        segment.wait_and_check();
-        join_all(&segment);
-    });
+    // The second task is counted by the first while the first is still counted itself.
+    run(2, |segment| spawn(segment, 0, |segment| spawn(segment, 1, |_| {})));
 }
 
 #[test]
 fn a_task_that_could_not_start_is_uncounted_and_the_wait_still_ends() {
-    rt::model(|| {
-        let segment = Segment::new(1);
-        spawn(&segment, 0, |_| {});
+    run(1, |segment| {
+        spawn(segment, 0, |_| {});
         // A second task counted, whose start failed: `Helpers::spawn` uncounts it.
         segment.pending.add();
         // SAFETY: `pending` is alive and counts the task that never started.
         unsafe { Pending::done(&segment.pending) };
-        segment.wait_and_check();
-        join_all(&segment);
     });
 }
 

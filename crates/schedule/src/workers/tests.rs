@@ -3,7 +3,7 @@
 //! The same tests run in two builds:
 //! - normally (and under miri, whose seeds vary the thread schedule): many runs on OS threads;
 //! - with `--cfg folio_loom`, where [`crate::sync`] hands out loom's atomics and mutexes and
-//!   `rt::model` is `loom::model`: every interleaving within the preemption bound
+//!   `model` is loom's model checker: every interleaving within the preemption bound
 //!   (`LOOM_MAX_PREEMPTIONS`, 3 by default here). Run it with
 //!   `RUSTFLAGS="--cfg folio_loom" cargo test -p folio-schedule --release --lib workers::`.
 //!
@@ -18,54 +18,14 @@
 use std::sync::Arc;
 
 use super::{RunNode, Workers};
-use crate::sync::Mutex;
+use crate::sync::model::{Runs, UnsafeCell};
+use crate::sync::{Mutex, thread};
 
-#[cfg(folio_loom)]
-mod rt {
-    pub(super) use loom::cell::UnsafeCell;
-    pub(super) use loom::thread;
-
-    /// Every interleaving of `f`'s threads within the preemption bound.
-    pub(super) fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut builder = loom::model::Builder::new();
-        if builder.preemption_bound.is_none() {
-            builder.preemption_bound = Some(3);
-        }
-        builder.check(f);
-    }
+/// Every interleaving within 3 preemptions under loom (4 takes minutes); otherwise 300 runs on
+/// OS threads, 2 under miri.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    crate::sync::model::check(Some(3), Runs { threads: 300, miri: 2 }, f);
 }
-
-#[cfg(not(folio_loom))]
-mod rt {
-    pub(super) use std::thread;
-
-    /// std's `UnsafeCell` with loom's closure-based access.
-    pub(super) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
-
-    impl<T> UnsafeCell<T> {
-        pub(super) fn new(value: T) -> Self {
-            Self(std::cell::UnsafeCell::new(value))
-        }
-
-        pub(super) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-            f(self.0.get())
-        }
-
-        pub(super) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-            f(self.0.get())
-        }
-    }
-
-    /// `f` many times on OS threads (twice under miri, where each run is slow and the seed,
-    /// `-Zmiri-many-seeds` in CI, varies the schedule instead).
-    pub(super) fn model(f: impl Fn()) {
-        for _ in 0..if cfg!(miri) { 2 } else { 300 } {
-            f();
-        }
-    }
-}
-
-use rt::UnsafeCell;
 
 /// What a node left in its output cell.
 const NOT_RUN: u8 = 0;
@@ -86,7 +46,7 @@ struct Run {
     predecessors_of: Vec<Vec<usize>>,
     failing: &'static [usize],
     outputs: Vec<Output>,
-    threads: Mutex<Vec<rt::thread::JoinHandle<()>>>,
+    threads: Mutex<Vec<thread::JoinHandle<()>>>,
 }
 
 impl Run {
@@ -118,7 +78,7 @@ fn work(run: &Arc<Run>) {
 
 fn spawn_worker(run: &Arc<Run>) {
     let worker = Arc::clone(run);
-    let handle = rt::thread::spawn(move || work(&worker));
+    let handle = thread::spawn(move || work(&worker));
     run.threads.lock().unwrap().push(handle);
 }
 
@@ -132,7 +92,7 @@ fn check(successors: Vec<Vec<usize>>, failing: &'static [usize], max_workers: us
     // SAFETY: `leaked` comes from `Box::into_raw` and is freed only below, once the model and
     // every thread it started are done with this borrow.
     let successors: &'static [Vec<usize>] = unsafe { &*leaked };
-    rt::model(move || {
+    model(move || {
         let n = successors.len();
         let mut predecessors_of = vec![Vec::new(); n];
         for (k, list) in successors.iter().enumerate() {
