@@ -29,6 +29,7 @@ mod bundle;
 mod component;
 mod entity_ref;
 mod error;
+mod resource;
 mod table;
 mod unwind;
 mod world;
@@ -39,6 +40,7 @@ pub use component::{Component, ComponentId, ComponentInfo, Components, StorageTy
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
+pub use resource::ResourceTicks;
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use world::{
     BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, EdgeStats, MAX_CHANGE_AGE, MemoryStats,

@@ -22,11 +22,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation, StorageConfig};
 use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
 
 use crate::archetype::{Archetype, ArchetypeEntities, ArchetypeId, Edge, find_edge};
 use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
+use crate::resource::{Resource, ResourceTicks};
 use crate::table::{ColumnMap, MovedRow, Table, TableId};
 use crate::unwind::for_each_finishing;
 
@@ -1933,9 +1935,9 @@ impl World {
         this
     }
 
-    /// Clamps every stored tick older than [`MAX_CHANGE_AGE`] to exactly that age, so that
-    /// `Added`/`Changed` comparisons stay right after the tick counter wraps. Cheap enough to
-    /// run once every few million ticks (a game would call it, say, once a minute); a tick that
+    /// Clamps every stored tick (components' and resources') older than [`MAX_CHANGE_AGE`] to
+    /// exactly that age, so that `Added`/`Changed` comparisons stay right after the tick counter
+    /// wraps. Cheap enough to run once every few million ticks (a game would call it, say, once a minute); a tick that
     /// is left unclamped for more than 2^32 - [`MAX_CHANGE_AGE`] increments may read as new.
     pub fn check_change_ticks(&mut self) {
         let now = self.change_tick();
@@ -1958,27 +1960,46 @@ impl World {
             clamp(added);
             clamp(changed);
         }
+        for resource in self.resources.values_mut() {
+            resource.ticks_mut().clamp(now);
+        }
     }
 
     // ----- resources -----
 
-    /// Inserts a resource, returning the one it replaces.
+    /// Inserts a resource, returning the one it replaces. A new resource is added and changed
+    /// at the current [`change_tick`](World::change_tick); a replaced one keeps its added tick
+    /// and is changed now.
     pub fn insert_resource<R: Send + Sync + 'static>(&mut self, value: R) -> Option<R> {
-        let old = self.resources.insert(TypeId::of::<R>(), Resource::new(value))?;
-        // SAFETY: keyed by `R`'s `TypeId`, so the box holds an `R`.
-        Some(unsafe { old.into_inner::<R>() })
+        let tick = self.change_tick();
+        match self.resources.entry(TypeId::of::<R>()) {
+            Entry::Occupied(mut slot) => {
+                let resource = slot.get_mut();
+                resource.ticks_mut().changed = tick;
+                // SAFETY: keyed by `R`'s `TypeId`, so the cell holds an `R`.
+                Some(unsafe { resource.replace(value) })
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(Resource::new(value, tick));
+                None
+            }
+        }
     }
 
     /// The resource of type `R`.
     pub fn resource<R: Send + Sync + 'static>(&self) -> Option<&R> {
         // SAFETY: keyed by `R`'s `TypeId`, so the pointer is to a live `R`, borrowed via `&self`.
-        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.ptr.cast::<R>().as_ref() })
+        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.value_ptr::<R>().as_ref() })
     }
 
-    /// The resource of type `R`, mutably.
+    /// The resource of type `R`, mutably; marks it changed at the current
+    /// [`change_tick`](World::change_tick), as [`World::get_mut`] does a component.
     pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+        let tick = self.change_tick();
+        let resource = self.resources.get_mut(&TypeId::of::<R>())?;
+        resource.ticks_mut().changed = tick;
         // SAFETY: as in `resource`; `&mut self` makes the borrow unique.
-        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.ptr.cast::<R>().as_mut() })
+        Some(unsafe { resource.value_ptr::<R>().as_mut() })
     }
 
     /// A pointer to the resource of type `R`, for a scheduler that hands `&mut R` to one system
@@ -1986,13 +2007,26 @@ impl World {
     /// pointer, never derived from a reference), so writing through it is allowed while no
     /// other reference to the resource is live.
     pub fn resource_ptr<R: Send + Sync + 'static>(&self) -> Option<NonNull<R>> {
-        self.resources.get(&TypeId::of::<R>()).map(|r| r.ptr.cast())
+        // SAFETY: keyed by `R`'s `TypeId`, so the cell holds an `R`.
+        self.resources.get(&TypeId::of::<R>()).map(|r| unsafe { r.value_ptr::<R>() })
+    }
+
+    /// The ticks resource `R` was added and last changed at.
+    pub fn resource_ticks<R: Send + Sync + 'static>(&self) -> Option<ResourceTicks> {
+        self.resources.get(&TypeId::of::<R>()).map(Resource::ticks)
+    }
+
+    /// A pointer to resource `R`'s ticks, with the same provenance as
+    /// [`World::resource_ptr`]'s: how a scheduler lets the system it hands `&mut R` to stamp
+    /// the changed tick through a shared world.
+    pub fn resource_ticks_ptr<R: Send + Sync + 'static>(&self) -> Option<NonNull<ResourceTicks>> {
+        self.resources.get(&TypeId::of::<R>()).map(Resource::ticks_ptr)
     }
 
     /// Removes and returns the resource of type `R`.
     pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
         let old = self.resources.remove(&TypeId::of::<R>())?;
-        // SAFETY: keyed by `R`'s `TypeId`, so the box holds an `R`.
+        // SAFETY: keyed by `R`'s `TypeId`, so the cell holds an `R`.
         Some(unsafe { old.into_inner::<R>() })
     }
 
@@ -2453,48 +2487,6 @@ unsafe fn drop_values(components: &Components, ids: &[ComponentId], ptrs: &[*mut
             // SAFETY: a live value of `c`'s type, dropped once (caller).
             unsafe { drop(ptr) };
         }
-    }
-}
-
-/// A resource: a boxed value of some `Send + Sync` type, kept as a raw pointer so that a
-/// scheduler can hand out `&mut` to it through a shared world (see [`World::resource_ptr`]).
-struct Resource {
-    /// From `Box::into_raw`; owned.
-    ptr: NonNull<u8>,
-    /// Drops and frees the box behind `ptr`.
-    drop: unsafe fn(NonNull<u8>),
-}
-
-// SAFETY: the value is `Send + Sync` (`Resource::new`'s bound) and owned.
-unsafe impl Send for Resource {}
-// SAFETY: as above; `&Resource` hands out only what `&World` allows.
-unsafe impl Sync for Resource {}
-
-impl Resource {
-    fn new<R: Send + Sync + 'static>(value: R) -> Self {
-        /// # Safety
-        /// - `ptr` came from `Box::<R>::into_raw` and is dropped once.
-        unsafe fn drop_box<R>(ptr: NonNull<u8>) {
-            // SAFETY: forwarded from the caller.
-            drop(unsafe { Box::from_raw(ptr.cast::<R>().as_ptr()) });
-        }
-        let ptr = NonNull::from(Box::leak(Box::new(value))).cast();
-        Self { ptr, drop: drop_box::<R> }
-    }
-
-    /// # Safety
-    /// - The resource holds an `R`.
-    unsafe fn into_inner<R>(self) -> R {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the box holds an `R` (caller) and is freed once, here (no `Drop` runs).
-        *unsafe { Box::from_raw(this.ptr.cast::<R>().as_ptr()) }
-    }
-}
-
-impl Drop for Resource {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` is the box made in `new`, dropped only here or in `into_inner`.
-        unsafe { (self.drop)(self.ptr) }
     }
 }
 

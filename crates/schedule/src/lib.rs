@@ -4,7 +4,8 @@
 //! A system is any function (or closure) whose parameters are [`SystemParam`]s: [`Query`],
 //! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Local`], [`Commands`], [`EventReader`],
 //! [`EventWriter`], `&World`, up to 16 of them; `fn(&mut World)` is an exclusive system. A
-//! [`Schedule`] orders them: explicit `before`/`after`, named sets, run conditions, sync points,
+//! [`Schedule`] orders them: explicit `before`/`after`, named sets, run conditions (with the
+//! common ones ready: [`resource_changed`], [`run_once`], [`on_event`], ...), sync points,
 //! and, between systems whose access conflicts, the order they were added. It runs the rest in
 //! parallel, with a result that does not depend on the number of threads.
 //!
@@ -51,6 +52,7 @@
 
 mod access;
 mod commands;
+mod condition;
 mod config;
 mod error;
 mod event;
@@ -63,6 +65,10 @@ mod workers;
 
 pub use access::SystemAccess;
 pub use commands::{CommandQueue, CommandStats, Commands, EntityCommands};
+pub use condition::{
+    any_with_component, on_event, resource_added, resource_changed, resource_exists,
+    resource_removed, run_once,
+};
 pub use config::{
     ApplyDeferred, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig, SystemConfig,
     SystemConfigs,
@@ -84,7 +90,8 @@ pub mod prelude {
     pub use crate::{
         Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events,
         IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut,
-        Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt,
+        Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt, any_with_component,
+        on_event, resource_added, resource_changed, resource_exists, resource_removed, run_once,
     };
 }
 

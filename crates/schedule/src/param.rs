@@ -13,10 +13,11 @@
 
 use std::any::TypeId;
 use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
 
 use folio_query::{
     Entity, QueryData, QueryError, QueryFilter, QueryIter, QueryParIter, QueryState,
-    ReadOnlyQueryData, TypeKey, World,
+    ReadOnlyQueryData, ResourceTicks, TypeKey, World,
 };
 
 use crate::access::SystemAccess;
@@ -274,36 +275,147 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Qu
     }
 }
 
-/// A shared borrow of resource `R`.
+/// `is_added`, `is_changed` and `last_changed` for [`Res`] and [`ResMut`] (fields `ticks`,
+/// `last_run`, `this_run`).
+macro_rules! resource_change_queries {
+    () => {
+        /// Whether the resource was inserted since the system last ran (on its first run: yes).
+        #[inline]
+        pub fn is_added(&self) -> bool {
+            self.ticks.is_added(self.last_run, self.this_run)
+        }
+
+        /// Whether the resource was inserted, replaced or written since the system last ran
+        /// (on its first run: yes); for a `ResMut`, this run's own writes included.
+        #[inline]
+        pub fn is_changed(&self) -> bool {
+            self.ticks.is_changed(self.last_run, self.this_run)
+        }
+
+        /// The tick the resource was last changed at.
+        #[inline]
+        pub fn last_changed(&self) -> u32 {
+            self.ticks.changed
+        }
+    };
+}
+
+/// A shared borrow of resource `R`, with what changed since the system last ran.
 pub struct Res<'w, R> {
     value: &'w R,
+    ticks: ResourceTicks,
+    last_run: u32,
+    this_run: u32,
+}
+
+impl<'w, R> Res<'w, R> {
+    resource_change_queries!();
+
+    /// The borrow, for the world's lifetime.
+    #[inline]
+    pub fn into_inner(self) -> &'w R {
+        self.value
+    }
 }
 
 impl<R> Deref for Res<'_, R> {
     type Target = R;
 
+    #[inline]
     fn deref(&self) -> &R {
         self.value
     }
 }
 
-/// A mutable borrow of resource `R`.
+/// A mutable borrow of resource `R` that marks it changed when written through.
+///
+/// Reading (`Deref`) marks nothing; the first `DerefMut` stamps the resource's changed tick
+/// with the system's tick, so `Res::is_changed` (and [`resource_changed`](crate::resource_changed))
+/// in later systems see real writes only.
 pub struct ResMut<'w, R> {
     value: &'w mut R,
+    ticks: &'w mut ResourceTicks,
+    last_run: u32,
+    this_run: u32,
+}
+
+impl<'w, R> ResMut<'w, R> {
+    resource_change_queries!();
+
+    /// Marks the resource changed without writing it.
+    #[inline]
+    pub fn set_changed(&mut self) {
+        self.ticks.changed = self.this_run;
+    }
+
+    /// The value, mutably, without marking it changed (for writes no one should react to).
+    #[inline]
+    pub fn bypass_change_detection(&mut self) -> &mut R {
+        self.value
+    }
+
+    /// The borrow, marked changed, for the world's lifetime.
+    #[inline]
+    pub fn into_inner(self) -> &'w mut R {
+        self.ticks.changed = self.this_run;
+        self.value
+    }
 }
 
 impl<R> Deref for ResMut<'_, R> {
     type Target = R;
 
+    #[inline]
     fn deref(&self) -> &R {
         self.value
     }
 }
 
 impl<R> DerefMut for ResMut<'_, R> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut R {
+        self.set_changed();
         self.value
     }
+}
+
+/// `Res` for the resource behind `value` and `ticks`.
+///
+/// # Safety
+/// - Both pointers are resource `R`'s, from the world, and no one writes either for `'w`.
+unsafe fn make_res<'w, R>(
+    value: NonNull<R>,
+    ticks: NonNull<ResourceTicks>,
+    meta: &SystemMeta,
+    this_run: u32,
+) -> Res<'w, R> {
+    // SAFETY: forwarded from the caller.
+    let (value, ticks) = unsafe { (value.as_ref(), ticks.read()) };
+    Res { value, ticks, last_run: meta.last_run, this_run }
+}
+
+/// `ResMut` for the resource behind `value` and `ticks`.
+///
+/// # Safety
+/// - Both pointers are resource `R`'s, from the world (with the resource cell's provenance),
+///   and no one else reads or writes either for `'w`.
+unsafe fn make_res_mut<'w, R>(
+    value: NonNull<R>,
+    ticks: NonNull<ResourceTicks>,
+    meta: &SystemMeta,
+    this_run: u32,
+) -> ResMut<'w, R> {
+    // SAFETY: forwarded from the caller; the value and the ticks are disjoint fields of the
+    // cell, so the two `&mut` do not overlap.
+    let (value, ticks) = unsafe { (&mut *value.as_ptr(), &mut *ticks.as_ptr()) };
+    ResMut { value, ticks, last_run: meta.last_run, this_run }
+}
+
+/// Resource `R`'s value and ticks, if it exists.
+fn resource_ptrs<R: Send + Sync + 'static>(
+    world: &World,
+) -> Option<(NonNull<R>, NonNull<ResourceTicks>)> {
+    Some((world.resource_ptr::<R>()?, world.resource_ticks_ptr::<R>()?))
 }
 
 fn missing_resource<R>(meta: &SystemMeta) -> ! {
@@ -330,10 +442,17 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Res<'_, R> {
         Ok(())
     }
 
-    unsafe fn get_param<'w>(_: &mut (), meta: &SystemMeta, world: &'w World, _: u32) -> Res<'w, R> {
-        let ptr = world.resource_ptr::<R>().unwrap_or_else(|| missing_resource::<R>(meta));
-        // SAFETY: a live `R`; the schedule lets no system write it while this one reads it.
-        Res { value: unsafe { ptr.as_ref() } }
+    unsafe fn get_param<'w>(
+        _: &mut (),
+        meta: &SystemMeta,
+        world: &'w World,
+        this_run: u32,
+    ) -> Res<'w, R> {
+        let (value, ticks) =
+            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<R>(meta));
+        // SAFETY: a live `R` and its ticks; the schedule lets no system write them while this
+        // one reads them.
+        unsafe { make_res(value, ticks, meta, this_run) }
     }
 }
 
@@ -355,12 +474,13 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for ResMut<'_, R> {
         _: &mut (),
         meta: &SystemMeta,
         world: &'w World,
-        _: u32,
+        this_run: u32,
     ) -> ResMut<'w, R> {
-        let ptr = world.resource_ptr::<R>().unwrap_or_else(|| missing_resource::<R>(meta));
-        // SAFETY: a live `R` behind a pointer with the box's provenance; the schedule lets no
-        // other system touch it while this one runs.
-        ResMut { value: unsafe { &mut *ptr.as_ptr() } }
+        let (value, ticks) =
+            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<R>(meta));
+        // SAFETY: a live `R` and its ticks behind pointers with the cell's provenance; the
+        // schedule lets no other system touch them while this one runs.
+        unsafe { make_res_mut(value, ticks, meta, this_run) }
     }
 }
 
@@ -379,12 +499,13 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Option<Res<'_, R>> {
 
     unsafe fn get_param<'w>(
         _: &mut (),
-        _: &SystemMeta,
+        meta: &SystemMeta,
         world: &'w World,
-        _: u32,
+        this_run: u32,
     ) -> Option<Res<'w, R>> {
+        let (value, ticks) = resource_ptrs::<R>(world)?;
         // SAFETY: as in `Res`.
-        world.resource_ptr::<R>().map(|ptr| Res { value: unsafe { ptr.as_ref() } })
+        Some(unsafe { make_res(value, ticks, meta, this_run) })
     }
 }
 
@@ -403,12 +524,13 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Option<ResMut<'_, R>> {
 
     unsafe fn get_param<'w>(
         _: &mut (),
-        _: &SystemMeta,
+        meta: &SystemMeta,
         world: &'w World,
-        _: u32,
+        this_run: u32,
     ) -> Option<ResMut<'w, R>> {
+        let (value, ticks) = resource_ptrs::<R>(world)?;
         // SAFETY: as in `ResMut`.
-        world.resource_ptr::<R>().map(|ptr| ResMut { value: unsafe { &mut *ptr.as_ptr() } })
+        Some(unsafe { make_res_mut(value, ticks, meta, this_run) })
     }
 }
 

@@ -472,6 +472,36 @@ fn resources() {
 }
 
 #[test]
+fn resource_ticks_follow_inserts_replacements_and_mutable_borrows() {
+    use crate::ResourceTicks;
+    let mut world = World::new();
+    assert_eq!(world.resource_ticks::<u32>(), None);
+    let t0 = world.increment_change_tick_mut() + 1;
+    world.insert_resource(1u32);
+    assert_eq!(world.resource_ticks::<u32>(), Some(ResourceTicks { added: t0, changed: t0 }));
+    // A replacement keeps the added tick and is a change.
+    let t1 = world.increment_change_tick_mut() + 1;
+    assert_eq!(world.insert_resource(2u32), Some(1));
+    assert_eq!(world.resource_ticks::<u32>(), Some(ResourceTicks { added: t0, changed: t1 }));
+    let ticks = world.resource_ticks::<u32>().unwrap();
+    assert!(!ticks.is_added(t0, t1 + 1) && ticks.is_changed(t0, t1 + 1));
+    assert!(!ticks.is_changed(t1, t1 + 1));
+    // Reading marks nothing; a mutable borrow does.
+    let t2 = world.increment_change_tick_mut() + 1;
+    assert_eq!(world.resource::<u32>(), Some(&2));
+    assert_eq!(world.resource_ticks::<u32>().unwrap().changed, t1);
+    *world.resource_mut::<u32>().unwrap() += 1;
+    assert_eq!(world.resource_ticks::<u32>(), Some(ResourceTicks { added: t0, changed: t2 }));
+    // Removed and inserted again: added anew.
+    world.increment_change_tick_mut();
+    let t3 = world.change_tick();
+    assert_eq!(world.remove_resource::<u32>(), Some(3));
+    assert_eq!(world.resource_ticks::<u32>(), None);
+    world.insert_resource(4u32);
+    assert_eq!(world.resource_ticks::<u32>(), Some(ResourceTicks { added: t3, changed: t3 }));
+}
+
+#[test]
 fn spawn_batch_clear_and_memory_stats() {
     let mut world = World::new();
     let es = world.spawn_batch((0..1000).map(|i| (Pos(i as f32, 0.0), Vel(1.0, 0.0))));

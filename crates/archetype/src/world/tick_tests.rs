@@ -119,3 +119,18 @@ fn check_change_ticks_clamps_old_ticks() {
     let fresh = world.spawn((Pos(1.0),));
     assert_eq!(ticks::<Pos>(&world, fresh), (now, now));
 }
+
+#[test]
+fn check_change_ticks_clamps_resource_ticks() {
+    let mut world = world();
+    world.insert_resource(String::from("old"));
+    let born = world.change_tick();
+    world.change_tick.store(born.wrapping_add(MAX_CHANGE_AGE).wrapping_add(100), Ordering::Relaxed);
+    world.check_change_ticks();
+    let floor = world.change_tick().wrapping_sub(MAX_CHANGE_AGE);
+    assert_eq!(
+        world.resource_ticks::<String>(),
+        Some(ResourceTicks { added: floor, changed: floor })
+    );
+    assert_eq!(world.resource::<String>().map(String::as_str), Some("old"));
+}

@@ -1,0 +1,192 @@
+//! Resource change detection in systems, and the common run conditions.
+
+use crate::prelude::*;
+
+#[derive(Debug, PartialEq)]
+struct Score(u32);
+
+/// Whether `bump` writes `Score` this run, and whether `peek` borrows it mutably (reading only).
+#[derive(Default)]
+struct Plan {
+    bump: bool,
+    peek: bool,
+}
+
+/// `(is_added, is_changed)` as `watch` saw them, per run.
+#[derive(Default)]
+struct Seen(Vec<(bool, bool)>);
+
+fn bump(plan: Res<Plan>, score: Option<ResMut<Score>>) {
+    if let Some(mut score) = score.filter(|_| plan.bump) {
+        score.0 += 1;
+    }
+}
+
+fn peek(plan: Res<Plan>, score: Option<ResMut<Score>>) {
+    if plan.peek {
+        // Reading through a mutable borrow marks nothing.
+        let _ = score.map(|s| s.0);
+    }
+}
+
+fn watch(score: Option<Res<Score>>, mut seen: ResMut<Seen>) {
+    if let Some(score) = score {
+        seen.0.push((score.is_added(), score.is_changed()));
+    }
+}
+
+fn run(schedule: &mut Schedule, world: &mut World, plan: Plan) -> Option<(bool, bool)> {
+    world.insert_resource(plan);
+    let before = world.resource::<Seen>().unwrap().0.len();
+    schedule.run(world).unwrap();
+    let seen = &world.resource::<Seen>().unwrap().0;
+    assert!(seen.len() <= before + 1);
+    seen.get(before).copied()
+}
+
+#[test]
+fn res_reports_changes_since_the_system_last_ran() {
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Score(0));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((bump, peek.after(bump), watch.after(peek)));
+    let quiet = || Plan { bump: false, peek: true };
+    // First run: everything is added and changed.
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((true, true)));
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((false, false)));
+    // A write in a system before it.
+    assert_eq!(
+        run(&mut schedule, &mut world, Plan { bump: true, peek: false }),
+        Some((false, true))
+    );
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((false, false)));
+    // Between runs: a replacement, a mutable borrow from the world.
+    world.insert_resource(Score(10));
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((false, true)));
+    world.resource_mut::<Score>().unwrap().0 += 1;
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((false, true)));
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((false, false)));
+    // Removed, then inserted again: added anew.
+    world.remove_resource::<Score>();
+    assert_eq!(run(&mut schedule, &mut world, quiet()), None);
+    world.insert_resource(Score(0));
+    assert_eq!(run(&mut schedule, &mut world, quiet()), Some((true, true)));
+    assert_eq!(world.resource::<Score>(), Some(&Score(0)));
+}
+
+#[test]
+fn a_write_after_the_reader_shows_on_its_next_run() {
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Score(0));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((watch, bump.after(watch)));
+    let bumping = || Plan { bump: true, peek: false };
+    assert_eq!(run(&mut schedule, &mut world, bumping()), Some((true, true)));
+    assert_eq!(run(&mut schedule, &mut world, bumping()), Some((false, true)));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((false, true)));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((false, false)));
+}
+
+#[test]
+fn res_mut_marks_on_write_and_can_bypass_or_force_it() {
+    fn quiet_write(mut score: ResMut<Score>) {
+        score.bypass_change_detection().0 += 100;
+        assert!(score.is_changed() == score.is_added());
+    }
+    fn force(mut score: ResMut<Score>, plan: Res<Plan>) {
+        if plan.peek {
+            score.set_changed();
+            assert!(score.is_changed());
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Score(0));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((quiet_write, force.after(quiet_write), watch.after(force)));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((true, true)));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((false, false)));
+    assert_eq!(world.resource::<Score>(), Some(&Score(200)));
+    assert_eq!(
+        run(&mut schedule, &mut world, Plan { bump: false, peek: true }),
+        Some((false, true))
+    );
+}
+
+#[test]
+fn an_exclusive_systems_writes_count_as_changes() {
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Score(0));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        |world: &mut World| {
+            if world.resource::<Plan>().unwrap().bump {
+                world.resource_mut::<Score>().unwrap().0 += 1;
+            }
+        },
+        watch,
+    ));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((true, true)));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((false, false)));
+    assert_eq!(
+        run(&mut schedule, &mut world, Plan { bump: true, peek: false }),
+        Some((false, true))
+    );
+}
+
+/// How many times each gated system ran.
+#[derive(Default, Debug, PartialEq)]
+struct Runs {
+    changed: u32,
+    added: u32,
+    exists: u32,
+    removed: u32,
+    once: u32,
+    event: u32,
+    any: u32,
+}
+
+struct Ping;
+struct Marker;
+
+#[test]
+fn common_conditions_gate_as_named() {
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    world.insert_resource(Events::<Ping>::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        (|mut r: ResMut<Runs>| r.changed += 1).run_if(resource_changed::<Score>),
+        (|mut r: ResMut<Runs>| r.added += 1).run_if(resource_added::<Score>),
+        (|mut r: ResMut<Runs>| r.exists += 1).run_if(resource_exists::<Score>),
+        (|mut r: ResMut<Runs>| r.removed += 1).run_if(resource_removed::<Score>),
+        (|mut r: ResMut<Runs>| r.once += 1).run_if(run_once),
+        (|mut r: ResMut<Runs>| r.event += 1).run_if(on_event::<Ping>),
+        (|mut r: ResMut<Runs>| r.any += 1).run_if(any_with_component::<Marker>),
+    ));
+    let mut step = |world: &mut World| {
+        schedule.run(world).unwrap();
+        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap())
+    };
+    // No Score, no events, no Marker: only `run_once`.
+    assert_eq!(step(&mut world), Runs { once: 1, ..Runs::default() });
+    assert_eq!(step(&mut world), Runs::default());
+    world.insert_resource(Score(0));
+    world.resource_mut::<Events<Ping>>().unwrap().send(Ping);
+    assert_eq!(
+        step(&mut world),
+        Runs { changed: 1, added: 1, exists: 1, event: 1, ..Runs::default() }
+    );
+    // Nothing new: the event was seen, Score unchanged.
+    assert_eq!(step(&mut world), Runs { exists: 1, ..Runs::default() });
+    world.resource_mut::<Score>().unwrap().0 = 5;
+    let marked = world.spawn((Marker,));
+    assert_eq!(step(&mut world), Runs { changed: 1, exists: 1, any: 1, ..Runs::default() });
+    world.despawn(marked).unwrap();
+    world.remove_resource::<Score>();
+    assert_eq!(step(&mut world), Runs { removed: 1, ..Runs::default() });
+    assert_eq!(step(&mut world), Runs::default());
+}
