@@ -787,24 +787,38 @@ macro_rules! tuple_query {
             }
 
             const NOALIAS_ROWS: bool = true $(&& $name::NOALIAS_ROWS)*;
-            // A tuple hands its elements' columns to `noalias` one by one (an argument that is
-            // a tuple of slices would carry no no-alias guarantee).
-            type ColA<'w> = ();
-            type ColB<'w> = ();
+            // A tuple's own `fold_rows` hands its elements' columns to `noalias` one by one (an
+            // argument that is a tuple of slices would carry no no-alias guarantee). Nested in
+            // another tuple, it gives them as tuples, and its rebase moves every element's
+            // fetch to the run's first row, as the outer tuple's other elements are.
+            type ColA<'w> = ($($name::ColA<'w>,)*);
+            type ColB<'w> = ($($name::ColB<'w>,)*);
 
+            #[inline(always)]
             unsafe fn columns<'w>(
-                _: &Self::Fetch<'w>,
-                _: usize,
-                _: usize,
+                fetch: &Self::Fetch<'w>,
+                start: usize,
+                end: usize,
             ) -> (Self::ColA<'w>, Self::ColB<'w>) {
-                ((), ())
+                let ($($fetch,)*) = fetch;
+                // SAFETY: forwarded from the caller, for each element (`NOALIAS_ROWS` holds
+                // for the tuple, so for every element).
+                let ($($name,)*) = unsafe { ($($name::columns($fetch, start, end),)*) };
+                (($($name.0,)*), ($($name.1,)*))
             }
 
+            #[inline(always)]
             unsafe fn rebase<'w>(
-                _: &mut Self::Fetch<'w>,
-                _: &mut Self::ColA<'w>,
-                _: &mut Self::ColB<'w>,
+                fetch: &mut Self::Fetch<'w>,
+                a: &mut Self::ColA<'w>,
+                b: &mut Self::ColB<'w>,
             ) {
+                let ($($fetch,)*) = fetch;
+                let ($($a,)*) = a;
+                let ($($b,)*) = b;
+                // SAFETY: each element's columns were made by its `columns` for its fetch
+                // (the tuple's `columns`, caller).
+                unsafe { $($name::rebase($fetch, $a, $b);)* }
             }
 
             #[inline(always)]

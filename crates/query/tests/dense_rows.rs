@@ -169,3 +169,23 @@ fn a_long_sparse_set_is_walked_densely() {
         assert!(world.get::<S>(e).unwrap().0 > 1000);
     }
 }
+
+#[test]
+fn a_nested_tuple_reads_and_writes_the_rows_of_the_run() {
+    let mut world = build();
+    // The inner tuple's columns must start where the run starts, as the outer terms' do.
+    let mut q = world.query::<(&Id, (&mut A, (&B, Entity)))>();
+    let mut iter = q.iter_mut(&mut world);
+    let mut early: Vec<_> = iter.by_ref().take(10).collect();
+    let mut late = Vec::new();
+    iter.for_each(|item| late.push(item));
+    assert_eq!(early.len() + late.len(), LONG as usize);
+    for (id, (a, (b, e))) in late.iter_mut().chain(early.iter_mut()) {
+        assert_eq!(a.0, id.0, "{e}");
+        assert_eq!(b.0, 10 * id.0, "{e}");
+        a.0 = id.0 * 3;
+    }
+    for (id, a) in world.query::<(&Id, &A)>().iter(&world) {
+        assert_eq!(a.0, if id.0 < LONG { id.0 * 3 } else { id.0 });
+    }
+}

@@ -294,3 +294,25 @@ fn par_iter_reads_agree_with_iter() {
     let mut q = empty.query::<&mut A>();
     q.par_iter_mut(&mut empty).batch_size(0).for_each(|_| panic!("empty world"));
 }
+
+#[test]
+fn par_iter_mut_of_a_nested_tuple_writes_each_row_of_its_batch() {
+    // Batches of 64 rows take the long-run loop; the second starts halfway through the table,
+    // and the inner tuple's rows must be that batch's, not the table's first ones.
+    let rows = if cfg!(miri) { 130 } else { 1000 };
+    let mut world = World::new();
+    world.spawn_batch((0..rows).map(|i| (A(i), M3(u64::from(i)))));
+    let mut q = world.query::<(Entity, (&mut A, &M3))>();
+    for pool in pools() {
+        pool.install(|| {
+            q.par_iter_mut(&mut world).batch_size(64).for_each(|(_, (mut a, m))| {
+                assert_eq!(u64::from(a.0 % rows), m.0, "the row's own values");
+                a.0 += rows;
+            })
+        });
+    }
+    let runs = pools().len() as u32;
+    for (a, m) in world.query::<(&A, &M3)>().iter(&world) {
+        assert_eq!(u64::from(a.0), m.0 + u64::from(runs * rows), "written once per run");
+    }
+}
