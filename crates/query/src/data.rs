@@ -11,7 +11,10 @@ use folio_archetype::{
 };
 
 use crate::access::{FilteredAccess, QueryError, TypeKey};
-use crate::fetch::{ComponentTerm, QueryData, ReadOnlyQueryData, StorageSummary, WorldQuery};
+use crate::fetch::{
+    ComponentTerm, QueryData, ReadOnlyQueryData, StorageSummary, WorldQuery, no_column_arguments,
+    required_component_term,
+};
 
 /// Where one component's values are for the current table or archetype.
 pub struct ColumnFetch<'w> {
@@ -32,11 +35,11 @@ impl Clone for ColumnFetch<'_> {
 impl<'w> ColumnFetch<'w> {
     #[inline]
     fn new(world: &'w World, term: &ComponentTerm) -> Self {
-        let sparse = match term.resolved {
-            Some((id, folio_archetype::StorageType::SparseSet)) => world.sparse_set(id),
-            _ => None,
-        };
-        Self { values: NonNull::dangling(), changed: NonNull::dangling(), sparse }
+        Self {
+            values: NonNull::dangling(),
+            changed: NonNull::dangling(),
+            sparse: term.sparse_set(world),
+        }
     }
 
     /// Points at `table`'s column for `term` (table storage only; a no-op otherwise).
@@ -99,27 +102,7 @@ unsafe impl<T: Component> WorldQuery for &T {
     type State = ComponentTerm;
     type Fetch<'w> = ColumnFetch<'w>;
 
-    fn init_state(world: &World) -> ComponentTerm {
-        ComponentTerm::new::<T>(world)
-    }
-
-    fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
-        state.refresh(world)
-    }
-
-    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
-        access.add_read(TypeKey::of::<T>())?;
-        access.with.insert(TypeKey::of::<T>());
-        Ok(())
-    }
-
-    fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
-        state.summarize(summary, true);
-    }
-
-    fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
-        state.is_in(contains)
-    }
+    required_component_term!(T, add_read);
 
     unsafe fn init_fetch<'w>(
         world: &'w World,
@@ -300,27 +283,7 @@ unsafe impl<T: Component> WorldQuery for &mut T {
     type State = ComponentTerm;
     type Fetch<'w> = WriteFetch<'w, T>;
 
-    fn init_state(world: &World) -> ComponentTerm {
-        ComponentTerm::new::<T>(world)
-    }
-
-    fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
-        state.refresh(world)
-    }
-
-    fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
-        access.add_write(TypeKey::of::<T>())?;
-        access.with.insert(TypeKey::of::<T>());
-        Ok(())
-    }
-
-    fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
-        state.summarize(summary, true);
-    }
-
-    fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
-        state.is_in(contains)
-    }
+    required_component_term!(T, add_write);
 
     unsafe fn init_fetch<'w>(
         world: &'w World,
@@ -569,19 +532,7 @@ unsafe impl<D: QueryData> QueryData for Option<D> {
     }
 
     // Whether the inner term is there changes per table: the plain loop.
-    const NOALIAS_ROWS: bool = false;
-    type ColA<'w> = ();
-    type ColB<'w> = ();
-
-    unsafe fn columns<'w>(
-        _: &Self::Fetch<'w>,
-        _: usize,
-        _: usize,
-    ) -> (Self::ColA<'w>, Self::ColB<'w>) {
-        ((), ())
-    }
-
-    unsafe fn rebase<'w>(_: &mut Self::Fetch<'w>, _: &mut Self::ColA<'w>, _: &mut Self::ColB<'w>) {}
+    no_column_arguments!();
 }
 
 // SAFETY: the inner term only reads.

@@ -108,6 +108,15 @@ impl ComponentTerm {
         matches!(self.resolved, Some((_, StorageType::SparseSet)))
     }
 
+    /// The component's sparse set in `world`, if it is sparse-set stored and has one.
+    #[inline]
+    pub fn sparse_set<'w>(&self, world: &'w World) -> Option<&'w ComponentSparseSet> {
+        match self.resolved {
+            Some((id, StorageType::SparseSet)) => world.sparse_set(id),
+            _ => None,
+        }
+    }
+
     /// Records this term in `summary`: `required` for terms every match must have.
     pub fn summarize(&self, summary: &mut StorageSummary, required: bool) {
         match self.resolved {
@@ -135,6 +144,62 @@ impl ComponentTerm {
         self.id().is_some_and(contains)
     }
 }
+
+/// The [`WorldQuery`] methods of a term over one component `$t` that every match must have
+/// (`&T`, `&mut T`, `Ref<T>`, `Added<T>`, `Changed<T>`): its state is a [`ComponentTerm`],
+/// its access `access.$add(T)` (`add_read` or `add_write`) and `with T`.
+macro_rules! required_component_term {
+    ($t:ty, $add:ident) => {
+        fn init_state(world: &World) -> ComponentTerm {
+            ComponentTerm::new::<$t>(world)
+        }
+
+        fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
+            state.refresh(world)
+        }
+
+        fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
+            access.$add(TypeKey::of::<$t>())?;
+            access.with.insert(TypeKey::of::<$t>());
+            Ok(())
+        }
+
+        fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
+            state.summarize(summary, true);
+        }
+
+        fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
+            state.is_in(contains)
+        }
+    };
+}
+pub(crate) use required_component_term;
+
+/// The [`QueryData`] column methods of a term that takes the plain loop (`NOALIAS_ROWS` false):
+/// no column arguments, nothing to rebase.
+macro_rules! no_column_arguments {
+    () => {
+        const NOALIAS_ROWS: bool = false;
+        type ColA<'w> = ();
+        type ColB<'w> = ();
+
+        unsafe fn columns<'w>(
+            _: &Self::Fetch<'w>,
+            _: usize,
+            _: usize,
+        ) -> (Self::ColA<'w>, Self::ColB<'w>) {
+            ((), ())
+        }
+
+        unsafe fn rebase<'w>(
+            _: &mut Self::Fetch<'w>,
+            _: &mut Self::ColA<'w>,
+            _: &mut Self::ColB<'w>,
+        ) {
+        }
+    };
+}
+pub(crate) use no_column_arguments;
 
 /// The part of a query term that matches archetypes and prepares fetches.
 ///

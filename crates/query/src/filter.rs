@@ -5,13 +5,15 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use folio_archetype::{
-    Archetype, Component, ComponentId, ComponentSparseSet, Entity, StorageType, Table, World,
-    is_newer,
+    Archetype, Component, ComponentId, ComponentSparseSet, Entity, Table, World, is_newer,
 };
 
 use crate::access::{FilteredAccess, QueryError, TypeKey};
 use crate::data::all_tuples;
-use crate::fetch::{ArchetypeFilter, ComponentTerm, QueryFilter, StorageSummary, WorldQuery};
+use crate::fetch::{
+    ArchetypeFilter, ComponentTerm, QueryFilter, StorageSummary, WorldQuery,
+    required_component_term,
+};
 
 /// Matches entities that have a `T` (without borrowing it).
 pub struct With<T>(PhantomData<fn() -> T>);
@@ -183,27 +185,7 @@ macro_rules! tick_filter {
             type State = ComponentTerm;
             type Fetch<'w> = TickFetch<'w>;
 
-            fn init_state(world: &World) -> ComponentTerm {
-                ComponentTerm::new::<T>(world)
-            }
-
-            fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
-                state.refresh(world)
-            }
-
-            fn update_access(access: &mut FilteredAccess) -> Result<(), QueryError> {
-                access.add_read(TypeKey::of::<T>())?;
-                access.with.insert(TypeKey::of::<T>());
-                Ok(())
-            }
-
-            fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
-                state.summarize(summary, true);
-            }
-
-            fn matches(state: &ComponentTerm, contains: &impl Fn(ComponentId) -> bool) -> bool {
-                state.is_in(contains)
-            }
+            required_component_term!(T, add_read);
 
             unsafe fn init_fetch<'w>(
                 world: &'w World,
@@ -211,10 +193,7 @@ macro_rules! tick_filter {
                 last_run: u32,
                 this_run: u32,
             ) -> TickFetch<'w> {
-                let sparse = match state.resolved {
-                    Some((id, StorageType::SparseSet)) => world.sparse_set(id),
-                    _ => None,
-                };
+                let sparse = state.sparse_set(world);
                 TickFetch { ticks: NonNull::dangling(), sparse, last_run, this_run }
             }
 

@@ -1,7 +1,8 @@
 //! folio's query layer: typed views over the components of many entities at once.
 //!
 //! A query names the data it wants ([`QueryData`]: `&T`, `&mut T`, `Option<..>`, [`Entity`],
-//! tuples of up to 16) and the entities it wants it from ([`QueryFilter`]: [`With`],
+//! [`Ref<T>`] (a `&T` that knows whether it was added or changed), [`Has<T>`] (whether the
+//! entity has `T`), tuples of up to 16) and the entities it wants it from ([`QueryFilter`]: [`With`],
 //! [`Without`], [`Added`], [`Changed`], [`Or`], tuples). A [`QueryState`] is built once: it
 //! checks that the query never hands out a `&mut` beside another reference to the same
 //! component, and caches the tables and archetypes it matches, extending that cache as the
@@ -49,6 +50,7 @@ mod filter;
 mod iter;
 mod par;
 mod state;
+mod terms;
 mod world_ext;
 
 pub use access::{FilteredAccess, QueryError, TypeKey, TypeSet};
@@ -62,6 +64,7 @@ pub use folio_archetype::*;
 pub use iter::QueryIter;
 pub use par::{MIN_BATCH, QueryParIter};
 pub use state::{IterMode, Matches, QueryState, with_system_tick};
+pub use terms::{Has, HasFetch, Ref, RefFetch};
 pub use world_ext::WorldQueryExt;
 
 #[cfg(test)]

@@ -88,8 +88,8 @@ pub use system::{
 /// Everything a game needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Res, ResMut,
+        Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events, Has,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref, Res, ResMut,
         Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt, any_with_component,
         on_event, resource_added, resource_changed, resource_exists, resource_removed, run_once,
     };
