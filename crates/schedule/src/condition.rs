@@ -6,10 +6,14 @@
 //! condition was last evaluated", and a condition evaluated for the first time sees every
 //! existing resource as added and changed.
 
-use folio_query::{Component, Entity, With};
+use folio_query::{Component, Entity, With, World};
 
+use crate::access::SystemAccess;
+use crate::commands::CommandStats;
+use crate::error::ScheduleError;
 use crate::event::EventReader;
-use crate::param::{Local, Query, Res};
+use crate::param::{EventUpdater, Local, Query, Res};
+use crate::system::{IntoSystem, System};
 
 /// Whether resource `R` exists.
 pub fn resource_exists<R: Send + Sync + 'static>(res: Option<Res<R>>) -> bool {
@@ -52,6 +56,78 @@ pub fn on_event<E: Send + Sync + 'static>(mut reader: EventReader<E>) -> bool {
 /// Whether any entity has component `T`.
 pub fn any_with_component<T: Component>(query: Query<Entity, With<T>>) -> bool {
     !query.is_empty()
+}
+
+/// The condition that holds when `condition` does not: `run_if(not(resource_exists::<Paused>))`.
+pub fn not<M>(condition: impl IntoSystem<bool, M>) -> Not<impl System<Out = bool>> {
+    let inner = condition.into_system();
+    Not { name: format!("not({})", inner.name()), inner }
+}
+
+/// A run condition negated (see [`not`]): the same system, access and state, with its answer
+/// turned around.
+pub struct Not<S> {
+    inner: S,
+    name: String,
+}
+
+/// Marks [`IntoSystem`] for [`Not`].
+pub struct IsNot;
+
+// Not offered as a hint when something else fails to be a system.
+#[diagnostic::do_not_recommend]
+impl<S: System<Out = bool>> IntoSystem<bool, IsNot> for Not<S> {
+    type System = Self;
+
+    fn into_system(self) -> Self {
+        self
+    }
+}
+
+// SAFETY: the inner system's access, and its run: everything forwards to it.
+unsafe impl<S: System<Out = bool>> System for Not<S> {
+    type Out = bool;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn access(&self) -> &SystemAccess {
+        self.inner.access()
+    }
+
+    fn validate(&self) -> Result<(), ScheduleError> {
+        self.inner.validate()
+    }
+
+    fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        self.inner.initialize(world)
+    }
+
+    fn update(&mut self, world: &World) {
+        self.inner.update(world);
+    }
+
+    unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> bool {
+        // SAFETY: forwarded from the caller; the access is the inner system's.
+        !unsafe { self.inner.run_unsafe(world, this_run) }
+    }
+
+    fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> bool {
+        !self.inner.run_exclusive(world, this_run)
+    }
+
+    fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
+        self.inner.apply_deferred(world, stats);
+    }
+
+    fn discard_deferred(&mut self, world: &mut World) {
+        self.inner.discard_deferred(world);
+    }
+
+    fn event_updaters(&self) -> &[EventUpdater] {
+        self.inner.event_updaters()
+    }
 }
 
 #[cfg(test)]

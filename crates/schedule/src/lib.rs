@@ -66,8 +66,8 @@ mod workers;
 pub use access::SystemAccess;
 pub use commands::{CommandQueue, CommandStats, Commands, EntityCommands};
 pub use condition::{
-    any_with_component, on_event, resource_added, resource_changed, resource_exists,
-    resource_removed, run_once,
+    IsNot, Not, any_with_component, not, on_event, resource_added, resource_changed,
+    resource_exists, resource_removed, run_once,
 };
 pub use config::{
     ApplyDeferred, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig, SystemConfig,
@@ -91,7 +91,8 @@ pub mod prelude {
         Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events, Has,
         IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref, Res, ResMut,
         Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt, any_with_component,
-        on_event, resource_added, resource_changed, resource_exists, resource_removed, run_once,
+        not, on_event, resource_added, resource_changed, resource_exists, resource_removed,
+        run_once,
     };
 }
 

@@ -190,3 +190,34 @@ fn common_conditions_gate_as_named() {
     assert_eq!(step(&mut world), Runs { removed: 1, ..Runs::default() });
     assert_eq!(step(&mut world), Runs::default());
 }
+
+struct Paused;
+
+#[test]
+fn not_turns_a_condition_around_and_keeps_its_state_and_access() {
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        (|mut r: ResMut<Runs>| r.exists += 1).run_if(not(resource_exists::<Paused>)),
+        (|mut r: ResMut<Runs>| r.once += 1).run_if(not(run_once)),
+    ));
+    let mut step = |world: &mut World| {
+        schedule.run(world).unwrap();
+        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap())
+    };
+    // `run_once` is true on its first look, so `not(run_once)` is false then and true after.
+    assert_eq!(step(&mut world), Runs { exists: 1, ..Runs::default() });
+    assert_eq!(step(&mut world), Runs { exists: 1, once: 1, ..Runs::default() });
+    world.insert_resource(Paused);
+    assert_eq!(step(&mut world), Runs { once: 1, ..Runs::default() });
+    // A condition that writes is refused through `not` as well.
+    let writes = |mut r: ResMut<Runs>| {
+        r.once += 1;
+        true
+    };
+    let mut bad = Schedule::new();
+    let refused = bad.try_add_systems((|| {}).run_if(not(writes))).err();
+    assert!(matches!(refused, Some(crate::ScheduleError::ConditionNotReadOnly { .. })));
+    assert!(crate::System::name(&not(resource_exists::<Paused>)).starts_with("not("));
+}
