@@ -1,10 +1,13 @@
-//! change_detection: `Changed<T>`, `Added<T>`, and why `Mut<T>` marks only real writes.
+//! change_detection: `Changed<T>`, `Added<T>`, `Ref<T>`, resources that know when they
+//! changed, and why `Mut<T>` marks only real writes.
 //!
 //! A query over `&mut T` hands out `Mut<T>`: reading through it marks nothing, the first write
 //! stamps the component's change tick. `Changed<T>` then keeps the entities whose `T` was
 //! written (or added) since the system last ran, `Added<T>` those that gained `T`. Systems that
 //! react to change — a UI refreshing health bars, a network layer sending deltas — look only
-//! at what moved instead of every entity.
+//! at what moved instead of every entity. `Ref<T>` keeps every entity and says per item
+//! whether it changed; `Res<R>::is_changed()` and the `resource_changed::<R>` run condition do
+//! the same for resources.
 //!
 //! Run it with `cargo run --example change_detection`.
 
@@ -19,7 +22,14 @@ struct Name(&'static str);
 struct Seen {
     changed: Vec<&'static str>,
     added: Vec<&'static str>,
+    /// Every unit, with whether its health changed (through `Ref`).
+    roster: Vec<(&'static str, bool)>,
+    /// Frames on which the difficulty setting changed (`resource_changed` gate).
+    difficulty_changes: u32,
 }
+
+/// A game setting the UI writes now and then.
+struct Difficulty(u8);
 
 /// Heals the wounded. Every unit's `Health` is read; only the wounded ones are written.
 fn regenerate(mut units: Query<&mut Health>) {
@@ -40,13 +50,26 @@ fn greet(added: Query<&Name, Added<Health>>, mut seen: ResMut<Seen>) {
     seen.added = added.iter().map(|n| n.0).collect();
 }
 
+/// The roster screen lists every unit, marking those whose health changed.
+fn roster(units: Query<(&Name, Ref<Health>)>, mut seen: ResMut<Seen>) {
+    seen.roster = units.iter().map(|(n, h)| (n.0, h.is_changed())).collect();
+}
+
+/// Rebalances the spawn tables: only on frames after `Difficulty` changed.
+fn rebalance(difficulty: Res<Difficulty>, mut seen: ResMut<Seen>) {
+    assert!(difficulty.is_changed() && difficulty.0 > 0);
+    seen.difficulty_changes += 1;
+}
+
 fn main() {
     let mut world = World::new();
     world.insert_resource(Seen::default());
+    world.insert_resource(Difficulty(1));
     world.spawn((Name("knight"), Health(100)));
     world.spawn((Name("archer"), Health(70)));
     let mut schedule = Schedule::new();
-    schedule.add_systems((regenerate, health_bars, greet).chain());
+    schedule.add_systems((regenerate, health_bars, greet, roster).chain());
+    schedule.add_systems(rebalance.run_if(resource_changed::<Difficulty>));
 
     let mut frame = |world: &mut World, label: &str| {
         schedule.run(world).expect("no system panics");
@@ -61,6 +84,8 @@ fn main() {
     // The archer is healed (70 -> 80 -> 90); the knight is only read.
     let (changed, added) = frame(&mut world, "frame 2 (the archer heals)");
     assert_eq!((changed, added), (vec!["archer"], vec![]));
+    let roster = &world.resource::<Seen>().expect("inserted").roster;
+    assert_eq!(roster, &[("knight", false), ("archer", true)]);
     let (changed, _) = frame(&mut world, "frame 3 (the archer reaches 100)");
     assert_eq!(changed, vec!["archer"]);
     let (changed, _) = frame(&mut world, "frame 4 (nobody is written)");
@@ -69,6 +94,15 @@ fn main() {
     world.spawn((Name("mage"), Health(100)));
     let (changed, added) = frame(&mut world, "frame 5 (a mage joins)");
     assert_eq!((changed, added), (vec!["mage"], vec!["mage"]));
+
+    // Resources: `rebalance` ran on the first frame (a new resource counts as changed), and
+    // runs again only after the setting is written.
+    assert_eq!(world.resource::<Seen>().expect("inserted").difficulty_changes, 1);
+    world.resource_mut::<Difficulty>().expect("inserted").0 = 2;
+    frame(&mut world, "frame 6 (difficulty raised)");
+    frame(&mut world, "frame 7 (nothing new)");
+    assert_eq!(world.resource::<Seen>().expect("inserted").difficulty_changes, 2);
+    println!("ok: rebalance ran on the frames after Difficulty changed, and only then");
 
     // `Mut` by hand: deref without writing marks nothing; `bypass_change_detection` writes
     // without marking; `set_changed` marks without writing.
