@@ -9,6 +9,8 @@
 //!   `rayon::join(AB, CD then CE)` (no scheduler at all), and `join_vecs`, the same swaps over
 //!   plain `Vec<f32>` columns. `folio_1thread` is folio's schedule inside a 1-thread rayon pool
 //!   (its sequential path), for the 1 -> 2 thread speed-up.
+//! - `schedule_par`: the same, with each system's loop on its library's parallel iterator
+//!   (`par_iter_mut`, shipyard's `par_iter`), and `folio_1thread` for the speed-up.
 //! - `empty_systems/50` and `empty_systems/1000`: the overhead of a run of that many distinct
 //!   system functions without parameters (`empty::<I>`, one function item per `I`), all
 //!   independent.
@@ -93,6 +95,22 @@ mod folio_sys {
     }
 }
 
+/// The same three systems with each loop split over the pool (`par_iter_mut`).
+mod folio_par_sys {
+    use super::{A, B, C, D, E};
+    use folio_schedule::Query;
+
+    pub(crate) fn ab(mut q: Query<(&mut A, &mut B)>) {
+        q.par_iter_mut().for_each(|(mut a, mut b)| std::mem::swap(&mut a.0, &mut b.0));
+    }
+    pub(crate) fn cd(mut q: Query<(&mut C, &mut D)>) {
+        q.par_iter_mut().for_each(|(mut c, mut d)| std::mem::swap(&mut c.0, &mut d.0));
+    }
+    pub(crate) fn ce(mut q: Query<(&mut C, &mut E)>) {
+        q.par_iter_mut().for_each(|(mut c, mut e)| std::mem::swap(&mut c.0, &mut e.0));
+    }
+}
+
 mod bevy_sys {
     use super::{A, B, C, D, E};
     use bevy_ecs::system::Query;
@@ -111,6 +129,37 @@ mod bevy_sys {
         for (mut c, mut e) in q.iter_mut() {
             std::mem::swap(&mut c.0, &mut e.0);
         }
+    }
+}
+
+mod bevy_par_sys {
+    use super::{A, B, C, D, E};
+    use bevy_ecs::system::Query;
+
+    pub(crate) fn ab(mut q: Query<(&mut A, &mut B)>) {
+        q.par_iter_mut().for_each(|(mut a, mut b)| std::mem::swap(&mut a.0, &mut b.0));
+    }
+    pub(crate) fn cd(mut q: Query<(&mut C, &mut D)>) {
+        q.par_iter_mut().for_each(|(mut c, mut d)| std::mem::swap(&mut c.0, &mut d.0));
+    }
+    pub(crate) fn ce(mut q: Query<(&mut C, &mut E)>) {
+        q.par_iter_mut().for_each(|(mut c, mut e)| std::mem::swap(&mut c.0, &mut e.0));
+    }
+}
+
+mod shipyard_par_sys {
+    use super::{A, B, C, D, E};
+    use rayon::iter::ParallelIterator;
+    use shipyard::{IntoIter, ViewMut};
+
+    pub(crate) fn ab(mut a: ViewMut<A>, mut b: ViewMut<B>) {
+        (&mut a, &mut b).par_iter().for_each(|(a, b)| std::mem::swap(&mut a.0, &mut b.0));
+    }
+    pub(crate) fn cd(mut c: ViewMut<C>, mut d: ViewMut<D>) {
+        (&mut c, &mut d).par_iter().for_each(|(c, d)| std::mem::swap(&mut c.0, &mut d.0));
+    }
+    pub(crate) fn ce(mut c: ViewMut<C>, mut e: ViewMut<E>) {
+        (&mut c, &mut e).par_iter().for_each(|(c, e)| std::mem::swap(&mut c.0, &mut e.0));
     }
 }
 
@@ -136,13 +185,19 @@ mod shipyard_sys {
 }
 
 fn folio_schedule_world() -> (folio_schedule::World, folio_schedule::Schedule) {
+    folio_world_with((folio_sys::ab, folio_sys::cd, folio_sys::ce))
+}
+
+fn folio_world_with<M>(
+    systems: impl folio_schedule::IntoSystemConfigs<M>,
+) -> (folio_schedule::World, folio_schedule::Schedule) {
     let mut world = folio_schedule::World::new();
     world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0))));
     world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
     world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
     world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
     let mut schedule = folio_schedule::Schedule::new();
-    schedule.add_systems((folio_sys::ab, folio_sys::cd, folio_sys::ce));
+    schedule.add_systems(systems);
     schedule.run(&mut world).unwrap();
     (world, schedule)
 }
@@ -237,6 +292,51 @@ fn schedule(c: &mut Criterion) {
             .with_system(shipyard_sys::ab)
             .with_system(shipyard_sys::cd)
             .with_system(shipyard_sys::ce)
+            .build()
+            .unwrap();
+        workload.run_with_world(&world).unwrap();
+        b.iter(|| workload.run_with_world(black_box(&world)).unwrap())
+    });
+    group.finish();
+}
+
+/// `schedule_par`: the same world and systems, each system's loop split over the pool with its
+/// library's parallel iterator, so that both threads share AB's 40,000 rows. (In `schedule`, AB
+/// runs on one thread beside CD then CE, which bounds the 1 -> 2 thread speed-up at 1.5x.)
+fn schedule_par(c: &mut Criterion) {
+    init_bevy_pool();
+    let mut group = group_config(c, "schedule_par");
+    let folio = || folio_world_with((folio_par_sys::ab, folio_par_sys::cd, folio_par_sys::ce));
+    group.bench_function("folio", |b| {
+        let (mut world, mut schedule) = folio();
+        b.iter(|| schedule.run(black_box(&mut world)).unwrap())
+    });
+    group.bench_function("folio_1thread", |b| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let (mut world, mut schedule) = folio();
+        pool.install(|| b.iter(|| schedule.run(black_box(&mut world)).unwrap()))
+    });
+    group.bench_function("bevy", |b| {
+        let mut world = bevy_ecs::world::World::new();
+        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0))));
+        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
+        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
+        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let mut schedule = bevy_schedule();
+        schedule.add_systems((bevy_par_sys::ab, bevy_par_sys::cd, bevy_par_sys::ce));
+        schedule.run(&mut world);
+        b.iter(|| schedule.run(black_box(&mut world)))
+    });
+    group.bench_function("shipyard", |b| {
+        let mut world = shipyard::World::new();
+        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0))));
+        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
+        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
+        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let (workload, _) = shipyard::Workload::new("schedule_par")
+            .with_system(shipyard_par_sys::ab)
+            .with_system(shipyard_par_sys::cd)
+            .with_system(shipyard_par_sys::ce)
             .build()
             .unwrap();
         workload.run_with_world(&world).unwrap();
@@ -492,5 +592,5 @@ fn frame_churn(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, schedule, empty_systems, frame_churn);
+criterion_group!(benches, schedule, schedule_par, empty_systems, frame_churn);
 criterion_main!(benches);
