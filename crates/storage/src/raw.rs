@@ -358,12 +358,13 @@ impl RawBuf {
         let too_big =
             || StorageError::CapacityExceeded { capacity: self.max_capacity(), requested: len };
         let mut reservation = if self.column {
-            // One page more, so the coloured start leaves `max_bytes` for the items.
+            // One page more, so the coloured start leaves `max_bytes` for the items. Rounding
+            // up is checked too: a wrapped size would make a reservation smaller than the items.
             let reserved = self
                 .max_bytes
                 .checked_add(page_size + align_slack)
-                .ok_or_else(too_big)?
-                .next_multiple_of(page_size);
+                .and_then(|bytes| bytes.checked_next_multiple_of(page_size))
+                .ok_or_else(too_big)?;
             match take_spare(&self.source, reserved, needed_bytes + colour) {
                 Some(r) => r,
                 None => Reservation::new(Arc::clone(&self.source), reserved)?,

@@ -244,6 +244,28 @@ fn the_heap_phase_respects_a_small_maximum() {
     assert!(c.memory().1 <= 100);
 }
 
+/// A reservation size so close to `usize::MAX` that the column's (one page larger, page
+/// rounded) reservation cannot be sized: leaving the heap is an error, not a wrapped size. (The
+/// rounding wrapped to 0 in release builds, so the column moved its 16 KiB heap block into a
+/// one-page reservation: a write past the mapping, from the safe `StorageConfig::column_of`.)
+#[test]
+fn a_reservation_size_that_overflows_when_rounded_is_an_error() {
+    let page = crate::vm::default_source().page_size();
+    let config = StorageConfig::new().with_reserve_bytes(usize::MAX - page - 100);
+    let mut c = config.column_of::<u64>();
+    let heap_items = crate::SMALL_COLUMN_BYTES / 8;
+    for i in 0..heap_items as u64 {
+        push(&mut c, i);
+    }
+    let value = 7u64;
+    // SAFETY: the column holds u64s; `value` is a local, not in the column, and stays ours.
+    let err = unsafe { c.try_push((&value as *const u64).cast()) }.unwrap_err();
+    assert!(matches!(err, StorageError::CapacityExceeded { .. }), "{err}");
+    assert!(!c.is_reserved());
+    assert_eq!(c.len(), heap_items);
+    assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
+}
+
 #[test]
 fn shrinking_never_raises_capacity_past_the_maximum() {
     let mut c = u64_column(20_000, crate::vm::default_source());
