@@ -553,6 +553,7 @@ impl Entities {
     }
 
     /// The number of reserved ids waiting for [`Self::flush`].
+    #[inline]
     pub fn reserved_len(&self) -> usize {
         // A failing `try_reserve` may have raised the counter for an instant past what can exist.
         let room = self.free.len() + (self.max_len - self.metas.len());
@@ -613,12 +614,16 @@ impl Entities {
     /// The id the next flush materialises first (the oldest pending reservation), if any.
     #[inline]
     pub fn front_reserved(&self) -> Option<Entity> {
-        if self.reserved.load(Ordering::Relaxed) == 0 {
+        // `reserved_len`, not the bare counter: a `try_reserve` being refused on another thread
+        // raises the counter for an instant, and is refused only when there is no room, where
+        // `reserved_len` caps the count at 0.
+        if self.reserved_len() == 0 {
             return None;
         }
         Some(match self.free.front() {
             Some(&entity) => entity,
-            // `metas.len() < max_len <= u32::MAX`: a reservation past `max_len` is refused.
+            // A real reservation of a new index is pending, so `metas.len() < max_len <=
+            // u32::MAX`.
             None => Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN },
         })
     }

@@ -122,3 +122,22 @@ fn reservations_racing_at_capacity_refuse_exactly_the_excess() {
         assert_eq!(entities.reserved_len(), 0);
     });
 }
+
+#[test]
+fn front_reserved_never_names_a_refused_reservation() {
+    loom::model(|| {
+        // Full: no free index and no room for a new one, so every reservation is refused. A
+        // refused `try_reserve` raises the counter for an instant before it undoes it, and
+        // `front_reserved` (a `&self` read) must not take that for a pending reservation.
+        let (entities, alive) = entities(2, 2, 0);
+        let entities = Arc::new(entities);
+        let handle = {
+            let entities = Arc::clone(&entities);
+            thread::spawn(move || entities.try_reserve())
+        };
+        let front = entities.front_reserved();
+        assert_eq!(front, None, "front_reserved names {front:?}, which nobody reserved");
+        assert!(handle.join().unwrap().is_err());
+        assert!(alive.iter().all(|&e| entities.is_alive(e)));
+    });
+}
