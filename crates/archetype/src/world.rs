@@ -2479,15 +2479,19 @@ fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
 
 /// Drops values that were handed over but not stored.
 ///
+/// If a value's `Drop` panics, the values after it are still dropped (while unwinding) before
+/// the panic continues, as a tuple's fields are: none leaks.
+///
 /// # Safety
 /// - `ptrs[i]` is a live value of `ids[i]`'s type, owned by the caller and not used again.
 unsafe fn drop_values(components: &Components, ids: &[ComponentId], ptrs: &[*mut u8]) {
-    for (&c, &ptr) in ids.iter().zip(ptrs) {
+    for_each_finishing(ids.iter().zip(ptrs), |(&c, &ptr)| {
         if let Some(drop) = components.info(c).drop_fn() {
-            // SAFETY: a live value of `c`'s type, dropped once (caller).
+            // SAFETY: a live value of `c`'s type (caller), dropped once: `for_each_finishing`
+            // visits each pair once, also when an earlier drop panicked.
             unsafe { drop(ptr) };
         }
-    }
+    });
 }
 
 /// Removes an entity from sparse sets `ids[next..]`; when a value's `Drop` panics, its own

@@ -1081,6 +1081,43 @@ fn a_panicking_drop_mid_insert_batch_leaves_the_world_consistent() {
     assert_eq!(drops.load(Ordering::SeqCst), 12, "every value dropped exactly once");
 }
 
+#[test]
+fn a_refused_spawn_or_insert_drops_every_value_of_its_bundle_even_when_one_drop_panics() {
+    /// 64 bytes, sparse-set stored: 1,024 fill a 64 KiB reservation.
+    #[derive(Debug)]
+    struct Full(#[allow(dead_code)] [u8; 64]);
+    /// A second tracked component type, dropped after the panicking one.
+    #[derive(Debug)]
+    struct Also(#[allow(dead_code)] Tracked);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(64 << 10));
+    world.register_component::<Full>(StorageType::SparseSet).unwrap();
+    while world.try_spawn((Full([0; 64]),)).is_ok() {}
+    let e = world.spawn((Pos(0.0, 0.0),));
+    let len = world.len();
+    let bundle = || {
+        (Tracked { drops: drops.clone(), panic: true }, Full([1; 64]), Also(Tracked::new(&drops)))
+    };
+    // A spawn into an archetype with a sparse-set component whose set is full: refused, and
+    // its values dropped, the second one too although the first one's `Drop` panics.
+    let spawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = world.try_spawn(bundle());
+    }));
+    assert!(spawn.is_err(), "the first value's drop panics");
+    assert_eq!(drops.load(Ordering::SeqCst), 2, "both tracked values of the spawn dropped");
+    assert_eq!(world.len(), len);
+    world.check_invariants();
+    // The same for an insert of a bundle of both storage types (the general path).
+    let insert = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = world.insert(e, bundle());
+    }));
+    assert!(insert.is_err(), "the first value's drop panics");
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "both tracked values of the insert dropped");
+    assert_eq!(world.get::<Pos>(e), Some(&Pos(0.0, 0.0)));
+    assert!(!world.has::<Tracked>(e) && !world.has::<Also>(e));
+    world.check_invariants();
+}
+
 // ----- model test -----
 
 #[derive(Debug, Clone)]
