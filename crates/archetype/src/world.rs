@@ -132,6 +132,15 @@ impl Default for World {
     }
 }
 
+impl Drop for World {
+    /// Drops every resource, each once even if one's `Drop` panics: the others are dropped
+    /// while unwinding (a hash map's own drop stops at the first panic and leaks the rest).
+    /// The components go next, as the fields drop.
+    fn drop(&mut self) {
+        for_each_finishing(self.resources.drain().map(|(_, resource)| resource), drop);
+    }
+}
+
 impl World {
     /// An empty world.
     pub fn new() -> Self {

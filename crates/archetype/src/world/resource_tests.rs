@@ -45,3 +45,28 @@ fn the_resource_pointer_writes_through_a_shared_world() {
     assert_eq!(world.resource::<u64>(), Some(&8));
     assert!(world.resource_ptr::<u32>().is_none());
 }
+
+/// Panics on drop (unless already unwinding), after counting the drop.
+struct Panicking<const N: usize>(Arc<AtomicUsize>);
+
+impl<const N: usize> Drop for Panicking<N> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        if !std::thread::panicking() {
+            panic!("resource {N} panics on drop");
+        }
+    }
+}
+
+#[test]
+fn a_resource_whose_drop_panics_leaves_no_other_resource_undropped() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    world.insert_resource(Panicking::<0>(drops.clone()));
+    world.insert_resource(Panicking::<1>(drops.clone()));
+    world.insert_resource(Panicking::<2>(drops.clone()));
+    world.insert_resource(Counted(drops.clone(), 3));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(world)));
+    assert!(result.is_err(), "the first resource dropped panics");
+    assert_eq!(drops.load(Ordering::Relaxed), 4, "every resource dropped once");
+}
