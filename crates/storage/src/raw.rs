@@ -253,8 +253,17 @@ impl RawBuf {
     /// The most items this buffer can ever hold.
     pub(crate) fn max_capacity(&self) -> usize {
         match self.item.size() {
-            0 => usize::MAX,
+            // Zero-sized items never need memory: their capacity is the limit from the start.
+            0 => self.cap,
             size => self.max_bytes / size,
+        }
+    }
+
+    /// Caps the number of zero-sized items at `max_len` (`max_bytes` bounds nothing for them);
+    /// a no-op for other items.
+    pub(crate) fn limit_zero_sized(&mut self, max_len: usize) {
+        if self.item.size() == 0 {
+            self.cap = max_len;
         }
     }
 
@@ -289,6 +298,10 @@ impl RawBuf {
             capacity: self.max_capacity(),
             requested: len.saturating_add(additional),
         };
+        if size == 0 {
+            // A zero-sized buffer's capacity is already its limit.
+            return Err(exceeded());
+        }
         let needed = len.checked_add(additional).ok_or_else(exceeded)?;
         let needed_bytes = needed.checked_mul(size).ok_or_else(exceeded)?;
         if needed_bytes > self.max_bytes {

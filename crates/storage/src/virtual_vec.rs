@@ -69,7 +69,10 @@ impl<T> VirtualVec<T> {
     /// An empty array of at most `max_len` elements whose pages come from `source`.
     pub fn with_source(max_len: usize, source: Arc<dyn PageSource>) -> Self {
         let bytes = max_len.saturating_mul(size_of::<T>());
-        Self::from_buf(RawBuf::new(Layout::new::<T>(), 0, bytes, source))
+        let mut buf = RawBuf::new(Layout::new::<T>(), 0, bytes, source);
+        // Zero-sized elements take no bytes, so the byte limit alone would not bound them.
+        buf.limit_zero_sized(max_len);
+        Self::from_buf(buf)
     }
 
     /// An empty array of at most `max_len` elements that commits at most `step_bytes` at a time

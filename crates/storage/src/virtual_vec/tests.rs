@@ -215,6 +215,21 @@ fn zero_sized_elements_take_no_memory() {
 }
 
 #[test]
+fn zero_sized_elements_respect_an_explicit_maximum() {
+    let mut v = VirtualVec::with_max_capacity(3);
+    assert_eq!(v.max_capacity(), 3);
+    for _ in 0..3 {
+        v.try_push(()).unwrap();
+    }
+    let refused = v.try_push(()).unwrap_err();
+    assert!(matches!(refused.error, StorageError::CapacityExceeded { capacity: 3, .. }));
+    assert_eq!(v.len(), 3);
+    assert_eq!(v.pop(), Some(()));
+    v.try_push(()).unwrap();
+    assert_eq!(v.len(), 3);
+}
+
+#[test]
 fn over_aligned_elements() {
     let mut v = VirtualVec::new();
     for i in 0..200 {
