@@ -305,6 +305,14 @@ impl<'w, 's> Commands<'w, 's> {
         });
     }
 
+    /// Removes (and drops) resource `R`, if there is one.
+    pub fn remove_resource<R: Send + Sync + 'static>(&mut self) {
+        self.push("remove_resource", None, move |world| {
+            world.remove_resource::<R>();
+            Ok(())
+        });
+    }
+
     /// Runs `f` with the world, in order with the other commands.
     pub fn add(&mut self, f: impl FnOnce(&mut World) + Send + Sync + 'static) {
         self.push("custom command", None, move |world| {

@@ -221,3 +221,29 @@ fn not_turns_a_condition_around_and_keeps_its_state_and_access() {
     assert!(matches!(refused, Some(crate::ScheduleError::ConditionNotReadOnly { .. })));
     assert!(crate::System::name(&not(resource_exists::<Paused>)).starts_with("not("));
 }
+
+#[test]
+fn a_resource_removed_by_a_command_shows_in_resource_removed() {
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    world.insert_resource(Score(3));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        (|mut commands: Commands, score: Option<Res<Score>>| {
+            if score.is_some_and(|s| s.0 == 0) {
+                commands.remove_resource::<Score>();
+            }
+        }),
+        (|mut r: ResMut<Runs>| r.removed += 1).run_if(resource_removed::<Score>),
+    ));
+    let mut step = |world: &mut World| {
+        schedule.run(world).unwrap();
+        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap()).removed
+    };
+    assert_eq!(step(&mut world), 0);
+    world.resource_mut::<Score>().unwrap().0 = 0;
+    assert_eq!(step(&mut world), 0, "removed at the end of this run");
+    assert!(!world.contains_resource::<Score>());
+    assert_eq!(step(&mut world), 1);
+    assert_eq!(step(&mut world), 0);
+}
