@@ -9,6 +9,8 @@
 //! fixed topological order: a parallel segment's systems take the next ticks in that order, an
 //! exclusive system takes the next tick when it starts (and any it takes itself), so every
 //! write is newer than what every earlier system saw, and change detection is deterministic.
+//! A system with run conditions takes two ticks: its conditions run at the first, the system
+//! at the second, so its own writes are newer than what its conditions saw.
 //!
 //! # Execution
 //! The topological order is cut into segments at exclusive systems (`fn(&mut World)`) and sync
@@ -88,6 +90,19 @@ struct Node {
     /// The system's access merged with its conditions'.
     access: SystemAccess,
     sync_point: bool,
+}
+
+impl Node {
+    /// How many ticks a run of the node takes: one for its conditions, if it has any, and one
+    /// for its system, so that what the system writes is newer than what its conditions saw.
+    fn ticks_taken(&self) -> u32 {
+        if self.conditions.is_empty() { 1 } else { 2 }
+    }
+
+    /// The tick the system runs at, when its conditions run at `tick`.
+    fn system_tick(&self, tick: u32) -> u32 {
+        tick.wrapping_add(self.ticks_taken() - 1)
+    }
 }
 
 /// A node's state, used by one task at a time.
@@ -238,8 +253,11 @@ pub const MIN_PARALLEL_WORK: Duration = Duration::from_micros(40);
 struct Plan {
     /// Node indices in topological order.
     order: Vec<usize>,
-    /// Each node's position in `order`: its tick offset.
+    /// Each node's position in `order`.
     position: Vec<usize>,
+    /// Each node's first tick, as an offset: the ticks the nodes before it in `order` take
+    /// ([`Node::ticks_taken`]).
+    tick_offset: Vec<u32>,
     segments: Vec<Segment>,
 }
 
@@ -521,8 +539,12 @@ impl Schedule {
         }
         let order = topological_order(&edges);
         let mut position = vec![0; n];
+        let mut tick_offset = vec![0; n];
+        let mut ticks = 0u32;
         for (p, &i) in order.iter().enumerate() {
             position[i] = p;
+            tick_offset[i] = ticks;
+            ticks = ticks.wrapping_add(self.node(i).ticks_taken());
         }
         let mut segments = Vec::new();
         let mut current: Vec<usize> = Vec::new();
@@ -559,7 +581,7 @@ impl Schedule {
             }
         }
         flush(&mut current, &mut segments);
-        Ok(Plan { order, position, segments })
+        Ok(Plan { order, position, tick_offset, segments })
     }
 
     /// Runs every system once (see the module docs for order, commands and panics). Every
@@ -612,7 +634,7 @@ impl Schedule {
         let mut failure: Option<(usize, String)> = None;
         // A command that panicked at a sync point: the systems after it do not run.
         let mut sync_failure: Option<ScheduleError> = None;
-        let (order, position) = (&plan.order, &plan.position);
+        let (order, position, tick_offset) = (&plan.order, &plan.position, &plan.tick_offset);
         // The parallel segment being timed: until the next segment that is not a sync point,
         // so its time includes applying its systems' commands.
         let mut timing: Option<SegmentTiming> = None;
@@ -624,15 +646,19 @@ impl Schedule {
             }
             match &mut plan.segments[s] {
                 Segment::Parallel { nodes, predecessors, successors, runs } => {
-                    // The segment is a contiguous slice of the order: its systems take the
-                    // next `len` ticks, in that order, whatever the world's tick is now (an
-                    // exclusive system before may have taken ticks of its own).
-                    let first = position[nodes[0]];
+                    // The segment is a contiguous slice of the order: its nodes take the next
+                    // ticks (one or two each, `Node::ticks_taken`), in that order, whatever the
+                    // world's tick is now (an exclusive system before may have taken ticks of
+                    // its own).
+                    let first = tick_offset[nodes[0]];
                     let seg_base = world.change_tick();
-                    for _ in 0..nodes.len() {
-                        world.increment_change_tick();
+                    for &i in nodes.iter() {
+                        for _ in 0..self.node(i).ticks_taken() {
+                            world.increment_change_tick();
+                        }
                     }
-                    let ticks = |i: usize| seg_base.wrapping_add((position[i] - first) as u32);
+                    let ticks =
+                        |i: usize| seg_base.wrapping_add(tick_offset[i].wrapping_sub(first));
                     let (on_pool, probe) = self.segment_on_pool(runs);
                     timing =
                         Some(SegmentTiming { segment: s, on_pool, probe, started: Instant::now() });
@@ -659,6 +685,9 @@ impl Schedule {
                     }
                     if allowed[i] {
                         let tick = world.increment_change_tick();
+                        for _ in 1..self.node(i).ticks_taken() {
+                            world.increment_change_tick();
+                        }
                         failure = run_exclusive_node(self.node_mut(i), world, tick)
                             .err()
                             .map(|message| (i, message));
@@ -953,7 +982,8 @@ unsafe fn run_segment_node(
     unsafe { run_node_shared(node, world, tick()) }
 }
 
-/// Runs a node's conditions and system through a shared world, catching a panic.
+/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) through a shared
+/// world, catching a panic.
 ///
 /// # Safety
 /// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
@@ -966,12 +996,15 @@ unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(
                 return;
             }
         }
+        let tick = node.system_tick(tick);
         // SAFETY: forwarded from the caller.
         unsafe { node.system.run_unsafe(world, tick) }
     }))
     .map_err(panic_message)
 }
 
+/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) with the world to
+/// themselves, catching a panic.
 fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
         for condition in &mut node.conditions {
@@ -979,7 +1012,7 @@ fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(
                 return;
             }
         }
-        node.system.run_exclusive(world, tick);
+        node.system.run_exclusive(world, node.system_tick(tick));
     }))
     .map_err(panic_message)
 }

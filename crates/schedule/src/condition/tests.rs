@@ -247,3 +247,41 @@ fn a_resource_removed_by_a_command_shows_in_resource_removed() {
     assert_eq!(step(&mut world), 1);
     assert_eq!(step(&mut world), 0);
 }
+
+/// How many runs of four a system gated by `resource_changed::<Score>` made, when it writes
+/// `Score` itself every time it runs (through `ResMut`, or through `&mut World`).
+fn self_writing_runs(exclusive: bool) -> u32 {
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    world.insert_resource(Score(0));
+    let mut schedule = Schedule::new();
+    if exclusive {
+        schedule.add_systems(
+            (|world: &mut World| {
+                world.resource_mut::<Score>().unwrap().0 += 1;
+                world.resource_mut::<Runs>().unwrap().changed += 1;
+            })
+            .run_if(resource_changed::<Score>),
+        );
+    } else {
+        schedule.add_systems(
+            (|mut score: ResMut<Score>, mut runs: ResMut<Runs>| {
+                score.0 += 1;
+                runs.changed += 1;
+            })
+            .run_if(resource_changed::<Score>),
+        );
+    }
+    for _ in 0..4 {
+        schedule.run(&mut world).unwrap();
+    }
+    world.resource::<Runs>().unwrap().changed
+}
+
+#[test]
+fn a_condition_sees_the_writes_its_own_system_made_after_it() {
+    // The write comes after the condition was evaluated, so the next evaluation sees it: the
+    // system runs every time, however it writes.
+    assert_eq!(self_writing_runs(true), 4);
+    assert_eq!(self_writing_runs(false), 4);
+}
