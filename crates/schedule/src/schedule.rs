@@ -652,10 +652,11 @@ impl Schedule {
                     // its own).
                     let first = tick_offset[nodes[0]];
                     let seg_base = world.change_tick();
-                    for &i in nodes.iter() {
-                        for _ in 0..self.node(i).ticks_taken() {
-                            world.increment_change_tick();
-                        }
+                    let last = nodes[nodes.len() - 1];
+                    let span = tick_offset[last].wrapping_sub(first)
+                        + self.node(last).ticks_taken();
+                    for _ in 0..span {
+                        world.increment_change_tick_mut();
                     }
                     let ticks =
                         |i: usize| seg_base.wrapping_add(tick_offset[i].wrapping_sub(first));
