@@ -653,8 +653,8 @@ impl Schedule {
                     let first = tick_offset[nodes[0]];
                     let seg_base = world.change_tick();
                     let last = nodes[nodes.len() - 1];
-                    let span = tick_offset[last].wrapping_sub(first)
-                        + self.node(last).ticks_taken();
+                    let span =
+                        tick_offset[last].wrapping_sub(first) + self.node(last).ticks_taken();
                     for _ in 0..span {
                         world.increment_change_tick_mut();
                     }
@@ -991,11 +991,15 @@ unsafe fn run_segment_node(
 ///   condition.
 unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
+        // Every condition runs, also after one said no, so each keeps its own state current
+        // (`run_once`, an event reader's cursor, its last-run tick), as a set's conditions do.
+        let mut run = true;
         for condition in &mut node.conditions {
             // SAFETY: forwarded from the caller (conditions' access is part of the node's).
-            if !unsafe { condition.run_unsafe(world, tick) } {
-                return;
-            }
+            run &= unsafe { condition.run_unsafe(world, tick) };
+        }
+        if !run {
+            return;
         }
         let tick = node.system_tick(tick);
         // SAFETY: forwarded from the caller.
@@ -1008,12 +1012,14 @@ unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(
 /// themselves, catching a panic.
 fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
+        // Every condition runs, as in `run_node_shared`.
+        let mut run = true;
         for condition in &mut node.conditions {
-            if !condition.run_exclusive(world, tick) {
-                return;
-            }
+            run &= condition.run_exclusive(world, tick);
         }
-        node.system.run_exclusive(world, node.system_tick(tick));
+        if run {
+            node.system.run_exclusive(world, node.system_tick(tick));
+        }
     }))
     .map_err(panic_message)
 }

@@ -285,3 +285,31 @@ fn a_condition_sees_the_writes_its_own_system_made_after_it() {
     assert_eq!(self_writing_runs(true), 4);
     assert_eq!(self_writing_runs(false), 4);
 }
+
+#[test]
+fn every_condition_of_a_system_runs_even_after_one_says_no() {
+    // `run_once` is true on its first look only. Behind a condition that says no on the first
+    // run, it still has its look then, so the system never runs (with short-circuiting it
+    // would have run on the second).
+    for exclusive in [false, true] {
+        let mut world = World::new();
+        world.insert_resource(Runs::default());
+        world.insert_resource(Plan::default());
+        let mut schedule = Schedule::new();
+        let gate = |plan: Res<Plan>| plan.bump;
+        if exclusive {
+            schedule.add_systems(
+                (|world: &mut World| world.resource_mut::<Runs>().unwrap().once += 1)
+                    .run_if(gate)
+                    .run_if(run_once),
+            );
+        } else {
+            schedule.add_systems((|mut r: ResMut<Runs>| r.once += 1).run_if(gate).run_if(run_once));
+        }
+        schedule.run(&mut world).unwrap();
+        world.resource_mut::<Plan>().unwrap().bump = true;
+        schedule.run(&mut world).unwrap();
+        schedule.run(&mut world).unwrap();
+        assert_eq!(world.resource::<Runs>().unwrap().once, 0, "exclusive: {exclusive}");
+    }
+}
