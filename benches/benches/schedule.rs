@@ -202,6 +202,26 @@ fn folio_world_with<M>(
     (world, schedule)
 }
 
+/// bevy's world of the `schedule` workload.
+fn bevy_schedule_world() -> bevy_ecs::world::World {
+    let mut world = bevy_ecs::world::World::new();
+    world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0))));
+    world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
+    world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
+    world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+    world
+}
+
+/// shipyard's world of the `schedule` workload.
+fn shipyard_schedule_world() -> shipyard::World {
+    let mut world = shipyard::World::new();
+    world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0))));
+    world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
+    world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
+    world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+    world
+}
+
 fn schedule(c: &mut Criterion) {
     init_bevy_pool();
     let mut group = group_config(c, "schedule");
@@ -272,22 +292,14 @@ fn schedule(c: &mut Criterion) {
         })
     });
     group.bench_function("bevy", |b| {
-        let mut world = bevy_ecs::world::World::new();
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let mut world = bevy_schedule_world();
         let mut schedule = bevy_schedule();
         schedule.add_systems((bevy_sys::ab, bevy_sys::cd, bevy_sys::ce));
         schedule.run(&mut world);
         b.iter(|| schedule.run(black_box(&mut world)))
     });
     group.bench_function("shipyard", |b| {
-        let mut world = shipyard::World::new();
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let world = shipyard_schedule_world();
         let (workload, _) = shipyard::Workload::new("schedule")
             .with_system(shipyard_sys::ab)
             .with_system(shipyard_sys::cd)
@@ -317,22 +329,14 @@ fn schedule_par(c: &mut Criterion) {
         pool.install(|| b.iter(|| schedule.run(black_box(&mut world)).unwrap()))
     });
     group.bench_function("bevy", |b| {
-        let mut world = bevy_ecs::world::World::new();
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
-        world.spawn_batch((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let mut world = bevy_schedule_world();
         let mut schedule = bevy_schedule();
         schedule.add_systems((bevy_par_sys::ab, bevy_par_sys::cd, bevy_par_sys::ce));
         schedule.run(&mut world);
         b.iter(|| schedule.run(black_box(&mut world)))
     });
     group.bench_function("shipyard", |b| {
-        let mut world = shipyard::World::new();
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))));
-        world.bulk_add_entity((0..N).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))));
+        let world = shipyard_schedule_world();
         let (workload, _) = shipyard::Workload::new("schedule_par")
             .with_system(shipyard_par_sys::ab)
             .with_system(shipyard_par_sys::cd)
