@@ -11,7 +11,7 @@
 
 use std::ptr::NonNull;
 
-use crate::world::{MAX_CHANGE_AGE, is_newer};
+use crate::world::{clamp_tick, is_newer};
 
 /// The ticks a resource was added and last changed at (see [`World::change_tick`]).
 ///
@@ -37,13 +37,10 @@ impl ResourceTicks {
         is_newer(self.changed, last_run, this_run)
     }
 
-    /// Clamps both ticks to at most [`MAX_CHANGE_AGE`] before `now`.
+    /// Clamps both ticks to at most [`MAX_CHANGE_AGE`](crate::MAX_CHANGE_AGE) before `now`.
     pub(crate) fn clamp(&mut self, now: u32) {
-        for t in [&mut self.added, &mut self.changed] {
-            if now.wrapping_sub(*t) > MAX_CHANGE_AGE {
-                *t = now.wrapping_sub(MAX_CHANGE_AGE);
-            }
-        }
+        clamp_tick(&mut self.added, now);
+        clamp_tick(&mut self.changed, now);
     }
 }
 
@@ -145,6 +142,7 @@ impl Drop for Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MAX_CHANGE_AGE;
 
     #[repr(align(64))]
     struct Wide(u8);

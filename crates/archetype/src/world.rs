@@ -16,13 +16,13 @@
 //! bundle's pointers are moved into storage (or dropped) exactly once.
 
 use std::any::TypeId;
+use std::collections::hash_map::Entry;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation, StorageConfig};
 use smallvec::SmallVec;
-use std::collections::hash_map::Entry;
 
 use crate::archetype::{Archetype, ArchetypeEntities, ArchetypeId, Edge, find_edge};
 use crate::bundle::{Bundle, BundleInfo, ComponentIds};
@@ -42,6 +42,15 @@ pub const MAX_CHANGE_AGE: u32 = 3 * (u32::MAX / 4);
 #[inline]
 pub fn is_newer(tick: u32, last_run: u32, this_run: u32) -> bool {
     this_run.wrapping_sub(last_run) > this_run.wrapping_sub(tick)
+}
+
+/// Clamps `tick` to at most [`MAX_CHANGE_AGE`] ticks before `now` (see
+/// [`World::check_change_ticks`]).
+#[inline]
+pub(crate) fn clamp_tick(tick: &mut u32, now: u32) {
+    if now.wrapping_sub(*tick) > MAX_CHANGE_AGE {
+        *tick = now.wrapping_sub(MAX_CHANGE_AGE);
+    }
 }
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
@@ -1946,17 +1955,12 @@ impl World {
 
     /// Clamps every stored tick (components' and resources') older than [`MAX_CHANGE_AGE`] to
     /// exactly that age, so that `Added`/`Changed` comparisons stay right after the tick counter
-    /// wraps. Cheap enough to run once every few million ticks (a game would call it, say, once a minute); a tick that
-    /// is left unclamped for more than 2^32 - [`MAX_CHANGE_AGE`] increments may read as new.
+    /// wraps. Cheap enough to run once every few million ticks (a game would call it, say, once
+    /// a minute); a tick that is left unclamped for more than 2^32 - [`MAX_CHANGE_AGE`]
+    /// increments may read as new.
     pub fn check_change_ticks(&mut self) {
         let now = self.change_tick();
-        let clamp = |ticks: &mut [u32]| {
-            for t in ticks {
-                if now.wrapping_sub(*t) > MAX_CHANGE_AGE {
-                    *t = now.wrapping_sub(MAX_CHANGE_AGE);
-                }
-            }
-        };
+        let clamp = |ticks: &mut [u32]| ticks.iter_mut().for_each(|t| clamp_tick(t, now));
         for table in &mut self.tables {
             for column in table.columns_mut() {
                 let (added, changed) = column.ticks_mut();
