@@ -77,9 +77,10 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Ref<'_, T> {
 }
 
 /// Where one component's values and both tick columns are, for [`Ref`].
+#[derive(Clone, Copy)]
 pub struct RefFetch<'w> {
-    /// The table column's first value, added and changed tick (table storage, after
-    /// `set_table`), or the sparse set's (after `set_sparse_set`); dangling before.
+    /// The first value, added and changed tick: of the table column (table storage, after
+    /// `set_table`), or of the sparse set (sparse-set storage, from `init_fetch` on).
     values: NonNull<u8>,
     added: NonNull<u32>,
     changed: NonNull<u32>,
@@ -87,12 +88,6 @@ pub struct RefFetch<'w> {
     sparse: Option<&'w ComponentSparseSet>,
     last_run: u32,
     this_run: u32,
-}
-
-impl Clone for RefFetch<'_> {
-    fn clone(&self) -> Self {
-        Self { ..*self }
-    }
 }
 
 impl<'w> RefFetch<'w> {
@@ -142,14 +137,20 @@ unsafe impl<T: Component> WorldQuery for Ref<'_, T> {
         this_run: u32,
     ) -> RefFetch<'w> {
         let sparse = state.sparse_set(world);
-        RefFetch {
+        let mut fetch = RefFetch {
             values: NonNull::dangling(),
             added: NonNull::dangling(),
             changed: NonNull::dangling(),
             sparse,
             last_run,
             this_run,
+        };
+        // A sparse-set component stays where it is for `'w`: point at its set once, and
+        // `fetch` only looks up each entity's dense index.
+        if let Some(set) = sparse {
+            fetch.point(set.column().as_ptr(), set.added_ticks(), set.changed_ticks_ptr());
         }
+        fetch
     }
 
     #[inline(always)]
@@ -204,10 +205,9 @@ unsafe impl<'a, T: Component> QueryData for Ref<'a, T> {
         debug_assert!(dense.is_some(), "{entity} matched but is not in the sparse set");
         // SAFETY: the archetype matched, so the entity has the component (caller).
         let dense = unsafe { dense.unwrap_unchecked() };
-        let mut at_set = fetch.clone();
-        at_set.point(set.column().as_ptr(), set.added_ticks(), set.changed_ticks_ptr());
-        // SAFETY: `dense < len` of the set's value and tick columns.
-        unsafe { at_set.item(dense) }
+        // SAFETY: the fetch points at the set (`init_fetch`; `set_table` leaves it there), and
+        // `dense < len` of its value and tick columns.
+        unsafe { fetch.item(dense) }
     }
 
     #[inline(always)]
