@@ -685,9 +685,9 @@ impl Schedule {
                         continue;
                     }
                     if allowed[i] {
-                        let tick = world.increment_change_tick();
+                        let tick = world.increment_change_tick_mut();
                         for _ in 1..self.node(i).ticks_taken() {
-                            world.increment_change_tick();
+                            world.increment_change_tick_mut();
                         }
                         failure = run_exclusive_node(self.node_mut(i), world, tick)
                             .err()

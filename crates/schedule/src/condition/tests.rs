@@ -149,6 +149,12 @@ struct Runs {
     any: u32,
 }
 
+/// Runs the schedule once and takes the counts of what ran.
+fn runs_of(schedule: &mut Schedule, world: &mut World) -> Runs {
+    schedule.run(world).unwrap();
+    std::mem::take(&mut *world.resource_mut::<Runs>().unwrap())
+}
+
 struct Ping;
 struct Marker;
 
@@ -167,10 +173,7 @@ fn common_conditions_gate_as_named() {
         (|mut r: ResMut<Runs>| r.event += 1).run_if(on_event::<Ping>),
         (|mut r: ResMut<Runs>| r.any += 1).run_if(any_with_component::<Marker>),
     ));
-    let mut step = |world: &mut World| {
-        schedule.run(world).unwrap();
-        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap())
-    };
+    let mut step = |world: &mut World| runs_of(&mut schedule, world);
     // No Score, no events, no Marker: only `run_once`.
     assert_eq!(step(&mut world), Runs { once: 1, ..Runs::default() });
     assert_eq!(step(&mut world), Runs::default());
@@ -202,10 +205,7 @@ fn not_turns_a_condition_around_and_keeps_its_state_and_access() {
         (|mut r: ResMut<Runs>| r.exists += 1).run_if(not(resource_exists::<Paused>)),
         (|mut r: ResMut<Runs>| r.once += 1).run_if(not(run_once)),
     ));
-    let mut step = |world: &mut World| {
-        schedule.run(world).unwrap();
-        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap())
-    };
+    let mut step = |world: &mut World| runs_of(&mut schedule, world);
     // `run_once` is true on its first look, so `not(run_once)` is false then and true after.
     assert_eq!(step(&mut world), Runs { exists: 1, ..Runs::default() });
     assert_eq!(step(&mut world), Runs { exists: 1, once: 1, ..Runs::default() });
@@ -236,10 +236,7 @@ fn a_resource_removed_by_a_command_shows_in_resource_removed() {
         }),
         (|mut r: ResMut<Runs>| r.removed += 1).run_if(resource_removed::<Score>),
     ));
-    let mut step = |world: &mut World| {
-        schedule.run(world).unwrap();
-        std::mem::take(&mut *world.resource_mut::<Runs>().unwrap()).removed
-    };
+    let mut step = |world: &mut World| runs_of(&mut schedule, world).removed;
     assert_eq!(step(&mut world), 0);
     world.resource_mut::<Score>().unwrap().0 = 0;
     assert_eq!(step(&mut world), 0, "removed at the end of this run");
