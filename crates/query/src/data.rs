@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::slice;
 
 use folio_archetype::{
-    Archetype, Component, ComponentId, ComponentSparseSet, Entity, Table, World,
+    Archetype, Component, ComponentId, ComponentSparseSet, Entity, Table, World, is_newer,
 };
 
 use crate::access::{FilteredAccess, QueryError, TypeKey};
@@ -42,16 +42,17 @@ impl<'w> ColumnFetch<'w> {
         }
     }
 
-    /// Points at `table`'s column for `term` (table storage only; a no-op otherwise).
+    /// Points at `table`'s column for `term` (table storage only; a no-op otherwise), and
+    /// returns that column's added ticks.
     #[inline(always)]
-    fn set_table(&mut self, term: &ComponentTerm, table: &'w Table) {
+    fn set_table(&mut self, term: &ComponentTerm, table: &'w Table) -> Option<&'w [u32]> {
         if self.sparse.is_some() {
-            return;
+            return None;
         }
-        if let Some(column) = term.id().and_then(|id| table.column(id)) {
-            self.values = column.data().as_ptr();
-            self.changed = column.changed_ticks_ptr();
-        }
+        let column = term.id().and_then(|id| table.column(id))?;
+        self.values = column.data().as_ptr();
+        self.changed = column.changed_ticks_ptr();
+        Some(column.added_ticks())
     }
 
     /// Points at sparse set `set`'s dense value and changed-tick columns.
@@ -68,28 +69,32 @@ impl<'w> ColumnFetch<'w> {
     ///   component; `size` is the component's size.
     #[inline]
     unsafe fn locate(&self, entity: Entity, table_row: usize, size: usize) -> (*mut u8, *mut u32) {
+        // SAFETY: forwarded from the caller.
+        let (row, values, changed) = unsafe { self.locate_row(entity, table_row) };
+        // SAFETY: `row < len` of the value column (items of `size` bytes) and of the tick
+        // column `locate_row` returned.
+        unsafe { (values.as_ptr().add(row * size), changed.as_ptr().add(row)) }
+    }
+
+    /// Where `entity` (at `table_row`) is: its row in the table column or its dense index in
+    /// the sparse set, with that column's (or set's) first value and first changed tick.
+    ///
+    /// # Safety
+    /// - As for [`ColumnFetch::locate`].
+    #[inline(always)]
+    unsafe fn locate_row(
+        &self,
+        entity: Entity,
+        table_row: usize,
+    ) -> (usize, NonNull<u8>, NonNull<u32>) {
         match self.sparse {
-            None => {
-                // SAFETY: `table_row < len` of a column of items of `size` bytes (caller).
-                unsafe {
-                    (
-                        self.values.as_ptr().add(table_row * size),
-                        self.changed.as_ptr().add(table_row),
-                    )
-                }
-            }
+            None => (table_row, self.values, self.changed),
             Some(set) => {
                 let dense = set.dense_index(entity);
                 debug_assert!(dense.is_some(), "{entity} matched but is not in the sparse set");
                 // SAFETY: the archetype matched, so the entity has the component (caller).
                 let dense = unsafe { dense.unwrap_unchecked() };
-                // SAFETY: `dense < len` of both the value and the tick column of the set.
-                unsafe {
-                    (
-                        set.column().as_ptr().as_ptr().add(dense * size),
-                        set.changed_ticks_ptr().as_ptr().add(dense),
-                    )
-                }
+                (dense, set.column().as_ptr(), set.changed_ticks_ptr())
             }
         }
     }
@@ -198,10 +203,16 @@ unsafe impl<T: Component> ReadOnlyQueryData for &T {}
 /// A mutable borrow of a component that marks it changed when written through.
 ///
 /// Reading (`Deref`) marks nothing; the first `DerefMut` stamps the component's changed tick
-/// with the tick of the query run, so `Changed<T>` sees real writes only.
-pub struct Mut<'w, T> {
+/// with the tick of the query run, so `Changed<T>` sees real writes only. Like [`Ref`], it
+/// also tells whether the value was added or changed since the query last ran.
+///
+/// [`Ref`]: crate::Ref
+pub struct Mut<'w, T: ?Sized> {
     value: &'w mut T,
     changed: &'w mut u32,
+    /// The tick the value was added at (read when the item was made; nothing here changes it).
+    added: u32,
+    last_run: u32,
     this_run: u32,
     /// Whether `changed` already holds `this_run`: only the first write stamps it. Once the
     /// item is inlined into a loop this flag is a constant, and a body that writes through
@@ -210,7 +221,20 @@ pub struct Mut<'w, T> {
     stamped: bool,
 }
 
-impl<'w, T> Mut<'w, T> {
+impl<'w, T: ?Sized> Mut<'w, T> {
+    /// Whether the value was added since the query last ran.
+    #[inline]
+    pub fn is_added(&self) -> bool {
+        is_newer(self.added, self.last_run, self.this_run)
+    }
+
+    /// Whether the value was added or changed since the query last ran, this item's own
+    /// writes included.
+    #[inline]
+    pub fn is_changed(&self) -> bool {
+        is_newer(*self.changed, self.last_run, self.this_run)
+    }
+
     /// Marks the value changed without writing it.
     #[inline]
     pub fn set_changed(&mut self) {
@@ -218,10 +242,47 @@ impl<'w, T> Mut<'w, T> {
         self.stamped = true;
     }
 
+    /// Writes `value` and marks a change only if it differs from the current value; returns
+    /// whether it did. For values set every frame that `Changed<T>` readers should only see
+    /// when they really change.
+    #[inline]
+    pub fn set_if_neq(&mut self, value: T) -> bool
+    where
+        T: Sized + PartialEq,
+    {
+        if *self.value == value {
+            return false;
+        }
+        *self.deref_mut() = value;
+        true
+    }
+
     /// The value, mutably, without marking it changed (for writes no one should react to).
     #[inline]
     pub fn bypass_change_detection(&mut self) -> &mut T {
         self.value
+    }
+
+    /// A `Mut` of a part of the value (a field, say), sharing this one's change tick: writes
+    /// through it mark the whole component changed. `f` itself marks nothing.
+    #[inline]
+    pub fn map_unchanged<U: ?Sized>(self, f: impl FnOnce(&mut T) -> &mut U) -> Mut<'w, U> {
+        let Self { value, changed, added, last_run, this_run, stamped } = self;
+        Mut { value: f(value), changed, added, last_run, this_run, stamped }
+    }
+
+    /// A shorter `Mut` of the same value, for passing to a function that takes one by value
+    /// while keeping this one.
+    #[inline]
+    pub fn reborrow(&mut self) -> Mut<'_, T> {
+        Mut {
+            value: self.value,
+            changed: self.changed,
+            added: self.added,
+            last_run: self.last_run,
+            this_run: self.this_run,
+            stamped: self.stamped,
+        }
     }
 
     /// The borrow, marked changed.
@@ -236,9 +297,15 @@ impl<'w, T> Mut<'w, T> {
     pub fn last_changed(&self) -> u32 {
         *self.changed
     }
+
+    /// The tick the value was added at.
+    #[inline]
+    pub fn added_tick(&self) -> u32 {
+        self.added
+    }
 }
 
-impl<T> Deref for Mut<'_, T> {
+impl<T: ?Sized> Deref for Mut<'_, T> {
     type Target = T;
 
     #[inline(always)]
@@ -247,32 +314,43 @@ impl<T> Deref for Mut<'_, T> {
     }
 }
 
-impl<T> DerefMut for Mut<'_, T> {
+impl<T: ?Sized> DerefMut for Mut<'_, T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
         if !self.stamped {
-            self.set_changed();
+            *self.changed = self.this_run;
+            self.stamped = true;
         }
         self.value
     }
 }
 
-impl<T: std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
+impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for Mut<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Mut").field(&self.value).finish()
     }
 }
 
-/// Where one component's values are, plus the tick writes are stamped with.
+/// Where one component's values are, plus its added ticks and the run's ticks.
 pub struct WriteFetch<'w, T> {
     column: ColumnFetch<'w>,
+    /// The first added tick of the table column or sparse set `column` points at (for a
+    /// sparse-set component, from `init_fetch` on), or dangling.
+    added: NonNull<u32>,
+    last_run: u32,
     this_run: u32,
     _marker: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for WriteFetch<'_, T> {
     fn clone(&self) -> Self {
-        Self { column: self.column.clone(), this_run: self.this_run, _marker: PhantomData }
+        Self {
+            column: self.column.clone(),
+            added: self.added,
+            last_run: self.last_run,
+            this_run: self.this_run,
+            _marker: PhantomData,
+        }
     }
 }
 
@@ -288,10 +366,15 @@ unsafe impl<T: Component> WorldQuery for &mut T {
     unsafe fn init_fetch<'w>(
         world: &'w World,
         state: &ComponentTerm,
-        _: u32,
+        last_run: u32,
         this_run: u32,
     ) -> WriteFetch<'w, T> {
-        WriteFetch { column: ColumnFetch::new(world, state), this_run, _marker: PhantomData }
+        let column = ColumnFetch::new(world, state);
+        // A sparse-set component stays in its set for `'w`: its added ticks are found once.
+        let added = column
+            .sparse
+            .map_or(NonNull::dangling(), |set| NonNull::from(set.added_ticks()).cast());
+        WriteFetch { column, added, last_run, this_run, _marker: PhantomData }
     }
 
     #[inline(always)]
@@ -300,7 +383,9 @@ unsafe impl<T: Component> WorldQuery for &mut T {
         state: &ComponentTerm,
         table: &'w Table,
     ) {
-        fetch.column.set_table(state, table);
+        if let Some(added) = fetch.column.set_table(state, table) {
+            fetch.added = NonNull::from(added).cast();
+        }
     }
 
     #[inline(always)]
@@ -311,6 +396,7 @@ unsafe impl<T: Component> WorldQuery for &mut T {
         set: &'w ComponentSparseSet,
     ) {
         fetch.column.set_sparse_set(set);
+        fetch.added = NonNull::from(set.added_ticks()).cast();
     }
 
     #[inline(always)]
@@ -320,7 +406,8 @@ unsafe impl<T: Component> WorldQuery for &mut T {
         _: &'w Archetype,
         table: &'w Table,
     ) {
-        fetch.column.set_table(state, table);
+        // SAFETY: forwarded from the caller (a no-op for sparse-set storage).
+        unsafe { Self::set_table(fetch, state, table) };
     }
 }
 
@@ -337,13 +424,17 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
         table_row: usize,
     ) -> Self::Item<'w> {
         // SAFETY: forwarded from the caller: the entity has a `T` there.
-        let (value, changed) = unsafe { fetch.column.locate(entity, table_row, size_of::<T>()) };
-        // SAFETY: a live `T` and its tick, pointers with the columns' provenance; the query has
-        // exclusive access to `T` and yields one item per entity (caller).
+        let (row, values, changed) = unsafe { fetch.column.locate_row(entity, table_row) };
+        // SAFETY: a live `T` and its ticks at `row` of the column (or set) the three pointers
+        // start, with the columns' provenance; `fetch.added` points at the same table column's
+        // or set's added ticks (`set_table`, `init_fetch`). The query has exclusive access to
+        // `T` (no one else writes its ticks) and yields one item per entity (caller).
         unsafe {
             Mut {
-                value: &mut *value.cast::<T>(),
-                changed: &mut *changed,
+                value: &mut *values.as_ptr().cast::<T>().add(row),
+                changed: &mut *changed.as_ptr().add(row),
+                added: fetch.added.as_ptr().add(row).read(),
+                last_run: fetch.last_run,
                 this_run: fetch.this_run,
                 stamped: false,
             }
@@ -353,12 +444,15 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
     #[inline(always)]
     unsafe fn fetch_table<'w>(fetch: &mut Self::Fetch<'w>, table_row: usize) -> Self::Item<'w> {
         // SAFETY:
-        // - dense iteration: both pointers are the table columns' starts and `table_row < len`.
-        // - a live `T` and its tick; exclusive access, one item per row (caller).
+        // - dense iteration: the three pointers are the columns' starts (or, rebased, the
+        //   starts of the no-alias loop's rows) and `table_row < len`.
+        // - a live `T` and its ticks; exclusive access, one item per row (caller).
         unsafe {
             Mut {
                 value: &mut *fetch.column.values.as_ptr().cast::<T>().add(table_row),
                 changed: &mut *fetch.column.changed.as_ptr().add(table_row),
+                added: fetch.added.as_ptr().add(table_row).read(),
+                last_run: fetch.last_run,
                 this_run: fetch.this_run,
                 stamped: false,
             }
@@ -397,6 +491,13 @@ unsafe impl<'a, T: Component> QueryData for &'a mut T {
         a: &mut Self::ColA<'w>,
         b: &mut Self::ColB<'w>,
     ) {
+        // SAFETY: `b` starts `start` ticks into the column `fetch.column.changed` starts
+        // (`columns`, for this fetch: caller), so both pointers are in one allocation; the
+        // added ticks (a column of the same length) move by the same `start`, in bounds.
+        unsafe {
+            let start = b.as_ptr().offset_from(fetch.column.changed.as_ptr());
+            fetch.added = fetch.added.offset(start);
+        }
         fetch.column.values = NonNull::from(&mut **a).cast();
         fetch.column.changed = NonNull::from(&mut **b).cast();
     }

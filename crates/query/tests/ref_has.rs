@@ -1,6 +1,7 @@
-//! `Ref<T>` (per-item added/changed) against the `Added<T>` / `Changed<T>` filters, and
-//! `Has<T>` against `World::get`, over seeded random edits, for table and sparse-set storage
-//! and in every iteration mode (`for` loops, `for_each`, `par_iter`, `get`).
+//! `Ref<T>` and `Mut<T>` (per-item added/changed) against the `Added<T>` / `Changed<T>`
+//! filters, and `Has<T>` against `World::get`, over seeded random edits, for table and
+//! sparse-set storage and in every iteration mode (`for` loops, `for_each`, `par_iter`,
+//! `get`); then `Mut`'s own change-detection methods.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -47,6 +48,24 @@ fn seen_through_ref<'a, I: IntoIterator<Item = (Entity, Ref<'a, V<N>>)>, const N
     (added, changed)
 }
 
+/// What a run of a `Mut` query saw, read before any write (a `Mut` only reads here).
+fn seen_through_mut<'a, I: IntoIterator<Item = (Entity, Mut<'a, V<N>>)>, const N: usize>(
+    items: I,
+) -> Seen {
+    let (mut added, mut changed) = (BTreeSet::new(), BTreeSet::new());
+    for (e, m) in items {
+        if m.is_added() {
+            added.insert(e);
+        }
+        if m.is_changed() {
+            changed.insert(e);
+        }
+        assert!(!m.is_added() || m.is_changed(), "added implies changed");
+        assert!(!m.is_added() || m.added_tick() == m.last_changed(), "added, then unchanged");
+    }
+    (added, changed)
+}
+
 /// One seeded story for `V<N>` stored as `storage`; `extra` picks the other terms (and so the
 /// iteration mode) through `Has`.
 fn lockstep<const N: usize>(storage: StorageType, seed: u64) {
@@ -57,6 +76,8 @@ fn lockstep<const N: usize>(storage: StorageType, seed: u64) {
     let mut live: Vec<Entity> = Vec::new();
     let mut refs = world.query::<(Entity, Ref<V<N>>)>();
     let mut refs_has = world.query::<(Entity, Ref<V<N>>, Has<Anchor>, Has<Tag>)>();
+    let mut muts = world.query::<(Entity, &mut V<N>)>();
+    let mut muts_has = world.query::<(Entity, &mut V<N>, Has<Tag>)>();
     let mut added = world.query_filtered::<Entity, Added<V<N>>>();
     let mut changed = world.query_filtered::<Entity, Changed<V<N>>>();
     // Every entity, with whether it has each component.
@@ -134,6 +155,31 @@ fn lockstep<const N: usize>(storage: StorageType, seed: u64) {
         );
         assert_eq!(through_ref, through_filters, "step {step}");
         assert_eq!(seen_through_ref(with_has), through_filters, "step {step}, with Has");
+        // `Mut` sees the same, in every mode (the `for_each` one through the no-alias loop).
+        let through_mut = match step % 3 {
+            0 => seen_through_mut(muts.iter_mut(&mut world)),
+            1 => {
+                let mut items = Vec::new();
+                muts.for_each_mut(&mut world, |item| items.push(item));
+                seen_through_mut(items)
+            }
+            _ => {
+                let items = Mutex::new(Vec::new());
+                muts.par_iter_mut(&mut world)
+                    .batch_size(3)
+                    .for_each(|item| items.lock().unwrap().push(item));
+                seen_through_mut(items.into_inner().unwrap())
+            }
+        };
+        assert_eq!(through_mut, through_filters, "step {step}, through Mut");
+        let through_mut_has = if step % 2 == 0 {
+            seen_through_mut(muts_has.iter_mut(&mut world).map(|(e, m, _)| (e, m)))
+        } else {
+            let mut items = Vec::new();
+            muts_has.for_each_mut(&mut world, |(e, m, _)| items.push((e, m)));
+            seen_through_mut(items)
+        };
+        assert_eq!(through_mut_has, through_filters, "step {step}, through Mut with Has");
 
         // `Has` matches every entity, and agrees with `get`.
         let mut count = 0;
@@ -147,6 +193,11 @@ fn lockstep<const N: usize>(storage: StorageType, seed: u64) {
         // A lookup sees the same ticks as iteration (nothing written since the runs above).
         if let Some((e, r)) = live.first().and_then(|&e| refs.get(&world, e).ok()) {
             assert!(!r.is_changed(), "{e} unchanged since the last run");
+        }
+        if let Some(&e) = live.first()
+            && let Ok((_, m)) = muts.get_mut(&mut world, e)
+        {
+            assert!(!m.is_changed() && !m.is_added(), "{e} unchanged since the last run");
         }
     }
 }
@@ -210,4 +261,122 @@ fn has_conflicts_with_nothing_and_ref_is_a_read() {
     assert_eq!(world.get::<V<0>>(e), Some(&V(5)));
     assert!(world.try_query::<(&mut V<0>, Ref<V<0>>), ()>().is_err());
     assert!(world.try_query::<(Ref<V<0>>, &V<0>), ()>().is_ok());
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pos {
+    x: f32,
+    y: f32,
+}
+
+/// The entities a `Changed<Pos>` query sees now.
+fn changed_pos(world: &mut World, changed: &mut QueryState<Entity, Changed<Pos>>) -> Vec<Entity> {
+    changed.iter(world).collect()
+}
+
+#[test]
+fn mut_marks_only_real_changes() {
+    let mut world = World::new();
+    let e = world.spawn((Pos { x: 1.0, y: 2.0 },));
+    let mut q = world.query::<&mut Pos>();
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert_eq!(changed_pos(&mut world, &mut changed), [e], "spawned: changed once");
+
+    // Each `iter_mut` is a run of `q` (a lookup, `get_mut` or `single_mut`, is not). First
+    // run: the value was added since (it never ran); second: nothing happened since.
+    let m = q.iter_mut(&mut world).next().unwrap();
+    assert!(m.is_added() && m.is_changed());
+    let mut m = q.iter_mut(&mut world).next().unwrap();
+    assert!(!m.is_added() && !m.is_changed());
+
+    // `set_if_neq` with the same value marks nothing; with another it writes and marks.
+    assert!(!m.set_if_neq(Pos { x: 1.0, y: 2.0 }));
+    assert!(!m.is_changed());
+    assert!(changed_pos(&mut world, &mut changed).is_empty());
+    let mut m = q.iter_mut(&mut world).next().unwrap();
+    assert!(m.set_if_neq(Pos { x: 3.0, y: 2.0 }));
+    assert!(m.is_changed(), "its own write counts");
+    assert_eq!(changed_pos(&mut world, &mut changed), [e]);
+    assert_eq!(world.get::<Pos>(e), Some(&Pos { x: 3.0, y: 2.0 }));
+
+    // `map_unchanged` marks nothing by itself; a write through the field's `Mut` marks the
+    // whole component.
+    let m = q.iter_mut(&mut world).next().unwrap();
+    let y = m.map_unchanged(|p| &mut p.y);
+    assert_eq!(*y, 2.0);
+    assert!(changed_pos(&mut world, &mut changed).is_empty());
+    let mut y = q.iter_mut(&mut world).next().unwrap().map_unchanged(|p| &mut p.y);
+    *y = 5.0;
+    assert!(y.is_changed());
+    assert_eq!(changed_pos(&mut world, &mut changed), [e]);
+    assert_eq!(world.get::<Pos>(e), Some(&Pos { x: 3.0, y: 5.0 }));
+
+    // A reborrow passed on by value marks the original's component.
+    fn nudge(mut p: Mut<Pos>) {
+        p.x += 1.0;
+    }
+    let mut m = q.iter_mut(&mut world).next().unwrap();
+    nudge(m.reborrow());
+    assert!(m.is_changed());
+    assert_eq!(m.x, 4.0);
+    assert_eq!(changed_pos(&mut world, &mut changed), [e]);
+
+    // `bypass_change_detection` writes without marking.
+    q.iter_mut(&mut world).next().unwrap().bypass_change_detection().x = 9.0;
+    assert!(changed_pos(&mut world, &mut changed).is_empty());
+    assert_eq!(world.get::<Pos>(e).unwrap().x, 9.0);
+}
+
+#[test]
+fn mut_of_a_sparse_set_component_knows_its_ticks() {
+    let mut world = World::new();
+    world.register_component::<Pos>(StorageType::SparseSet).unwrap();
+    let old = world.spawn((Pos { x: 0.0, y: 0.0 },));
+    let mut q = world.query::<(Entity, &mut Pos)>();
+    q.iter_mut(&mut world).for_each(drop);
+    let new = world.spawn((Pos { x: 1.0, y: 1.0 }, Tag));
+    // Row-by-entity (`get_mut`, not a run) and iteration both read the set's added ticks.
+    assert!(q.get_mut(&mut world, new).unwrap().1.is_added());
+    assert!(!q.get_mut(&mut world, old).unwrap().1.is_added());
+    let mut added: Vec<_> = Vec::new();
+    q.for_each_mut(&mut world, |(e, m)| added.push((e, m.is_added())));
+    added.sort();
+    let mut want = vec![(old, false), (new, true)];
+    want.sort();
+    assert_eq!(added, want);
+    // The run above counts: nothing is added since.
+    assert!(!q.get_mut(&mut world, new).unwrap().1.is_added());
+}
+
+#[test]
+fn mut_knows_its_ticks_in_runs_long_enough_for_the_no_alias_loop() {
+    // Runs of 64 rows or more go through the no-alias loop, which rebases the fetch onto the
+    // run's rows: batches of 100 start at rows 100, 200, ... of one table.
+    let mut world = World::new();
+    let old: Vec<Entity> = (0..150).map(|i| world.spawn((V::<0>(i),))).collect();
+    let mut q = world.query::<(Entity, &mut V<0>)>();
+    q.for_each_mut(&mut world, drop);
+    let new: BTreeSet<Entity> = (0..250).map(|i| world.spawn((V::<0>(i),))).collect();
+    let items = Mutex::new(Vec::new());
+    q.par_iter_mut(&mut world).batch_size(100).for_each(|(e, m)| {
+        items.lock().unwrap().push((e, m.is_added(), m.is_changed()));
+    });
+    let items = items.into_inner().unwrap();
+    assert_eq!(items.len(), 400);
+    for (e, added, changed) in items {
+        assert_eq!(added, new.contains(&e), "{e}");
+        assert_eq!(changed, added, "{e}: nothing changed but what was added");
+    }
+    // Mark every third old entity changed, then read it back through the whole-table run.
+    let mut q_old = world.query::<&mut V<0>>();
+    for &e in old.iter().step_by(3) {
+        q_old.get_mut(&mut world, e).unwrap().set_changed();
+    }
+    let mut seen = Vec::new();
+    q.for_each_mut(&mut world, |(e, m)| seen.push((e, m.is_added(), m.is_changed())));
+    for (e, added, changed) in seen {
+        assert!(!added, "{e}");
+        let marked = old.iter().step_by(3).any(|&o| o == e);
+        assert_eq!(changed, marked, "{e}");
+    }
 }
