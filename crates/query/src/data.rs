@@ -18,9 +18,10 @@ use crate::fetch::{
 
 /// Where one component's values are for the current table or archetype.
 pub struct ColumnFetch<'w> {
-    /// The table column's first value (table storage), or dangling.
+    /// The first value of the table column (table storage, after `set_table`) or of the
+    /// sparse set (sparse-set storage, from `new` on), or dangling.
     values: NonNull<u8>,
-    /// The table column's first changed tick (table storage), or dangling.
+    /// The first changed tick of the same column or set, or dangling.
     changed: NonNull<u32>,
     /// The component's sparse set (sparse-set storage).
     sparse: Option<&'w ComponentSparseSet>,
@@ -35,11 +36,17 @@ impl Clone for ColumnFetch<'_> {
 impl<'w> ColumnFetch<'w> {
     #[inline]
     fn new(world: &'w World, term: &ComponentTerm) -> Self {
-        Self {
+        let mut fetch = Self {
             values: NonNull::dangling(),
             changed: NonNull::dangling(),
             sparse: term.sparse_set(world),
+        };
+        // A sparse-set component stays in its set for `'w` (the world is borrowed): point at
+        // the set once, and `locate` only looks up each entity's dense index.
+        if let Some(set) = fetch.sparse {
+            fetch.set_sparse_set(set);
         }
+        fetch
     }
 
     /// Points at `table`'s column for `term` (table storage only; a no-op otherwise), and
@@ -94,7 +101,8 @@ impl<'w> ColumnFetch<'w> {
                 debug_assert!(dense.is_some(), "{entity} matched but is not in the sparse set");
                 // SAFETY: the archetype matched, so the entity has the component (caller).
                 let dense = unsafe { dense.unwrap_unchecked() };
-                (dense, set.column().as_ptr(), set.changed_ticks_ptr())
+                // `new` pointed the fetch at this set's columns.
+                (dense, self.values, self.changed)
             }
         }
     }
