@@ -29,6 +29,7 @@ mod bundle;
 mod component;
 mod entity_ref;
 mod error;
+mod removed;
 mod resource;
 mod table;
 mod unwind;
@@ -40,6 +41,7 @@ pub use component::{Component, ComponentId, ComponentInfo, Components, StorageTy
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
+pub use removed::RemovedLog;
 pub use resource::ResourceTicks;
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use world::{

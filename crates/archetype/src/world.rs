@@ -28,6 +28,7 @@ use crate::archetype::{Archetype, ArchetypeEntities, ArchetypeId, Edge, find_edg
 use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
+use crate::removed::{Removals, RemovedLog};
 use crate::resource::{Resource, ResourceTicks};
 use crate::table::{ColumnMap, MovedRow, Table, TableId};
 use crate::unwind::for_each_finishing;
@@ -133,6 +134,8 @@ pub struct World {
     edge_stats: EdgeStats,
     /// Where every column of this world takes its pages from.
     storage: StorageConfig,
+    /// The logs of the components whose removals are tracked ([`World::track_removals`]).
+    removals: Removals,
 }
 
 impl Default for World {
@@ -182,6 +185,7 @@ impl World {
             change_tick: AtomicU32::new(1),
             edge_stats: EdgeStats::default(),
             storage,
+            removals: Removals::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty = world.archetype_for(ComponentIds::new());
@@ -309,6 +313,9 @@ impl World {
         if let Some(&id) = self.archetype_index.get(&components) {
             return id;
         }
+        // A component tracked before it was registered is registered by now, if an entity
+        // can have it.
+        self.removals.resolve_pending(&self.components);
         let (mut table_ids, mut sparse) = (ComponentIds::new(), ComponentIds::new());
         for &c in &components {
             match self.components.info(c).storage_type() {
@@ -825,6 +832,7 @@ impl World {
         // A despawn at a random row misses the cache in every column, the archetype's list and
         // the moved entity's meta; start all those loads now so they overlap.
         let archetype = &self.archetypes[loc.archetype_id as usize];
+        self.removals.record(entity, archetype.components());
         let table_index = archetype.table_id().index();
         let table = &self.tables[table_index];
         table.prefetch_row(loc.table_row as usize);
@@ -886,6 +894,7 @@ impl World {
     fn despawn_swept(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
         let mut slot_of_table = vec![u32::MAX; self.tables.len()];
         let mut rest = Vec::new();
+        let removals = &mut self.removals;
         // Made before the first entity is freed: if the caller's iterator panics, its `Drop`
         // still sweeps the rows of the entities freed so far.
         let mut sweep = SweepTables {
@@ -903,6 +912,7 @@ impl World {
                 rest.push(entity);
                 continue;
             }
+            removals.record(entity, archetype.components());
             let table = archetype.table_id().index();
             if slot_of_table[table] == u32::MAX {
                 slot_of_table[table] = sweep.swept.len() as u32;
@@ -1282,6 +1292,22 @@ impl World {
         self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let entities: Vec<Entity> = entities.into_iter().collect();
+        let removed = self.remove_batch_of(&entities, b)?;
+        if self.removals.any() {
+            for &entity in &entities {
+                self.removals.record(entity, self.bundles[b].ids());
+            }
+        }
+        Ok(removed)
+    }
+
+    /// [`World::remove_batch`] once the entities are collected and the bundle's index `b` is
+    /// known.
+    fn remove_batch_of<B: Bundle>(
+        &mut self,
+        entities: &[Entity],
+        b: usize,
+    ) -> Result<Vec<B>, EntityError> {
         let run = self.check_batch(entities.iter().copied(), Some(b))?;
         if let Some(from) = run.archetype {
             let edge = self.remove_edge(from, b);
@@ -1307,7 +1333,7 @@ impl World {
             self.batch_targets(entities.iter().copied(), |w, from| w.remove_edge(from, b));
         self.reserve_batch_targets(&targets)?;
         let mut removed = Vec::with_capacity(run.len);
-        for entity in entities {
+        for &entity in entities {
             let loc = self.entities.location(entity).expect("checked alive");
             removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
         }
@@ -1665,7 +1691,9 @@ impl World {
         self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
-        self.remove_located(entity, loc, b)
+        let removed = self.remove_located(entity, loc, b)?;
+        self.removals.record(entity, self.bundles[b].ids());
+        Ok(removed)
     }
 
     /// [`World::try_remove`] once the entity's location `loc` and the bundle's index `b` are
@@ -1908,6 +1936,14 @@ impl World {
     /// anything changes: they stay reserved), and as above when a `Drop` panics.
     pub fn clear(&mut self) {
         self.try_flush().unwrap_or_else(|e| panic!("World::clear: {e}"));
+        if self.removals.any() {
+            let Self { archetypes, tables, removals, .. } = self;
+            for archetype in archetypes.iter() {
+                for entry in archetype.entities(&tables[archetype.table_id().index()]).iter() {
+                    removals.record(entry.entity, archetype.components());
+                }
+            }
+        }
         self.entities.clear();
         for archetype in &mut self.archetypes {
             archetype.clear_entities();
@@ -1920,6 +1956,50 @@ impl World {
             Some(set) => set.as_mut().map_or((), ComponentSparseSet::clear),
             None => tables[i - sets].clear(),
         });
+    }
+
+    // ----- removal tracking -----
+
+    /// Starts logging the entities that lose a `T`: by [`World::remove`] (and `try_remove`,
+    /// `remove_batch`), [`World::despawn`] (and `despawn_batch`) or [`World::clear`]. Until
+    /// then, removals of `T` are not recorded. Tracking a type not registered yet registers
+    /// nothing (its storage type stays free to choose) and takes effect once an entity can
+    /// have it. Tracking costs structural changes one compare while nothing is tracked, and a
+    /// look-up per component of the entity while something is.
+    ///
+    /// The log is double-buffered like events: [`World::update_removals`] ages it, and an entry
+    /// stays readable until the second update after it was logged. A schedule whose systems
+    /// read removals (`RemovedComponents<T>`) updates the logs once per run.
+    pub fn track_removals<T: Component>(&mut self) {
+        match self.components.id::<T>() {
+            Some(id) => self.removals.track(id),
+            None => self.removals.track_later(TypeId::of::<T>()),
+        }
+    }
+
+    /// The removal log of `T`: `None` unless [`World::track_removals`] was called for it and
+    /// it is registered.
+    pub fn removed_log<T: Component>(&self) -> Option<&RemovedLog> {
+        self.components.id::<T>().and_then(|id| self.removals.log(id))
+    }
+
+    /// The entities that lost a `T` and are still in its log, oldest first (none unless its
+    /// removals are tracked). An entity may appear more than once, and may be alive again
+    /// with a new `T` by now.
+    pub fn removed<T: Component>(&self) -> impl Iterator<Item = Entity> + '_ {
+        self.removed_log::<T>().into_iter().flat_map(|log| log.read(0).0)
+    }
+
+    /// Ages every removal log: entries logged before the previous update are dropped.
+    pub fn update_removals(&mut self) {
+        self.removals.update_all();
+    }
+
+    /// Ages the removal log of `T` only (see [`World::update_removals`]).
+    pub fn update_removals_of<T: Component>(&mut self) {
+        if let Some(log) = self.components.id::<T>().and_then(|id| self.removals.log_mut(id)) {
+            log.update();
+        }
     }
 
     // ----- ticks -----
@@ -2539,6 +2619,8 @@ const _: () = {
     is_send_sync::<World>();
 };
 
+#[cfg(test)]
+mod removal_tests;
 #[cfg(test)]
 mod resource_tests;
 #[cfg(test)]

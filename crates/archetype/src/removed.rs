@@ -1,0 +1,159 @@
+//! Removal logs: for each component someone asked to track ([`World::track_removals`]), the
+//! entities that lost it (by `remove`, `remove_batch`, `despawn`, `despawn_batch` or `clear`),
+//! double-buffered like events so readers with their own cursors see each one for two update
+//! periods.
+//!
+//! [`World::track_removals`]: crate::World::track_removals
+
+use std::any::TypeId;
+
+use folio_storage::Entity;
+
+use crate::component::{ComponentId, Components};
+
+/// The entities that lost one component, in the order they lost it. Each entry has an id (its
+/// position in the log's whole history); [`RemovedLog::read`] gives the entries from a
+/// reader's cursor on. [`RemovedLog::update`] ages the log: entries logged before the previous
+/// update are dropped.
+#[derive(Debug, Default)]
+pub struct RemovedLog {
+    /// Logged in the previous update period; ids `older_start..newer_start`.
+    older: Vec<Entity>,
+    /// Logged in this one; ids `newer_start..`.
+    newer: Vec<Entity>,
+    older_start: u64,
+    newer_start: u64,
+}
+
+impl RemovedLog {
+    /// The id the next entry will get: a cursor that reads only what comes after now.
+    pub fn next_id(&self) -> u64 {
+        self.newer_start + self.newer.len() as u64
+    }
+
+    /// How many entries are still readable.
+    pub fn len(&self) -> usize {
+        self.older.len() + self.newer.len()
+    }
+
+    /// Whether no entry is readable.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entries with ids from `cursor` on, oldest first, and how many a reader at `cursor`
+    /// missed (dropped by updates before it read them).
+    pub fn read(&self, cursor: u64) -> (impl Iterator<Item = Entity> + '_, u64) {
+        let missed = self.older_start.saturating_sub(cursor);
+        let from = cursor.max(self.older_start);
+        let skip_older = (from - self.older_start).min(self.older.len() as u64) as usize;
+        let skip_newer = from.saturating_sub(self.newer_start).min(self.newer.len() as u64);
+        let entries =
+            self.older[skip_older..].iter().chain(&self.newer[skip_newer as usize..]).copied();
+        (entries, missed)
+    }
+
+    /// Ages the log: the entries of the previous period are dropped, this period's become the
+    /// previous one's.
+    pub fn update(&mut self) {
+        let newer = std::mem::take(&mut self.newer);
+        self.older = newer;
+        self.older_start = self.newer_start;
+        self.newer_start = self.older_start + self.older.len() as u64;
+    }
+
+    #[inline]
+    fn push(&mut self, entity: Entity) {
+        self.newer.push(entity);
+    }
+}
+
+/// The world's removal logs, by component index.
+#[derive(Debug, Default)]
+pub(crate) struct Removals {
+    logs: Vec<Option<RemovedLog>>,
+    /// How many components are tracked: while 0, every structural change checks only this.
+    tracked: usize,
+    /// Types asked to be tracked before they were registered.
+    pending: Vec<TypeId>,
+}
+
+impl Removals {
+    /// Starts logging removals of `id` (nothing if it is already tracked).
+    pub(crate) fn track(&mut self, id: ComponentId) {
+        if self.logs.len() <= id.index() {
+            self.logs.resize_with(id.index() + 1, || None);
+        }
+        let log = &mut self.logs[id.index()];
+        if log.is_none() {
+            *log = Some(RemovedLog::default());
+            self.tracked += 1;
+        }
+    }
+
+    /// Tracks type `type_id` once it is registered ([`Removals::resolve_pending`]).
+    pub(crate) fn track_later(&mut self, type_id: TypeId) {
+        if !self.pending.contains(&type_id) {
+            self.pending.push(type_id);
+        }
+    }
+
+    /// Starts tracking the pending types registered by now. Called before an archetype is
+    /// made, so no entity has a component of a pending type.
+    #[inline]
+    pub(crate) fn resolve_pending(&mut self, components: &Components) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.retain(|&type_id| match components.id_of(type_id) {
+            Some(id) => {
+                self.track(id);
+                false
+            }
+            None => true,
+        });
+        self.pending = pending;
+    }
+
+    /// Whether any component is tracked.
+    #[inline(always)]
+    pub(crate) fn any(&self) -> bool {
+        self.tracked != 0
+    }
+
+    /// The log of `id`, if it is tracked.
+    pub(crate) fn log(&self, id: ComponentId) -> Option<&RemovedLog> {
+        self.logs.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// The log of `id`, mutably, if it is tracked.
+    pub(crate) fn log_mut(&mut self, id: ComponentId) -> Option<&mut RemovedLog> {
+        self.logs.get_mut(id.index()).and_then(Option::as_mut)
+    }
+
+    /// Logs that `entity` lost each of `ids` that is tracked.
+    #[inline]
+    pub(crate) fn record(&mut self, entity: Entity, ids: &[ComponentId]) {
+        if !self.any() {
+            return;
+        }
+        self.record_slow(entity, ids);
+    }
+
+    #[inline(never)]
+    fn record_slow(&mut self, entity: Entity, ids: &[ComponentId]) {
+        for &id in ids {
+            if let Some(log) = self.log_mut(id) {
+                log.push(entity);
+            }
+        }
+    }
+
+    /// Ages every log (see [`RemovedLog::update`]).
+    pub(crate) fn update_all(&mut self) {
+        for log in self.logs.iter_mut().flatten() {
+            log.update();
+        }
+    }
+}
