@@ -58,6 +58,7 @@ mod error;
 mod event;
 mod param;
 mod pending;
+mod removed;
 mod schedule;
 mod sync;
 mod system;
@@ -79,6 +80,7 @@ pub use folio_query::*;
 pub use param::{
     EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
 };
+pub use removed::{RemovedComponents, RemovedCursor};
 pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
 pub use system::{
     BoxedCondition, BoxedSystem, ExclusiveSystem, FunctionSystem, IntoSystem, System,
@@ -89,10 +91,10 @@ pub use system::{
 pub mod prelude {
     pub use crate::{
         Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events, Has,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref, Res, ResMut,
-        Schedule, SetConfig, StorageType, With, Without, World, WorldQueryExt, any_with_component,
-        not, on_event, resource_added, resource_changed, resource_exists, resource_removed,
-        run_once,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref,
+        RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With, Without, World,
+        WorldQueryExt, any_with_component, not, on_event, resource_added, resource_changed,
+        resource_exists, resource_removed, run_once,
     };
 }
 
