@@ -619,9 +619,28 @@ impl World {
             });
         }
         let archetype = self.spawn_plan(b).archetype;
+        // Room first, then the id: a refused reservation hands out (and burns) no id. On error
+        // the bundle is dropped here, unmoved.
+        self.reserve_new(archetype)?;
         let entity = self.entities.try_alloc()?;
-        // SAFETY: the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
-        bundle.get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) })
+        // SAFETY:
+        // - the pointers are `B`'s components in `B`'s order, which `bundles[b]` lists.
+        // - room for a row in the archetype's table and an entry in each of its sparse sets
+        //   was reserved above.
+        Ok(bundle
+            .get_components(|ptrs| unsafe { self.place_new(entity, archetype, b, ptrs, tick) }))
+    }
+
+    /// Reserves what one new entity of `archetype` takes: a row in its table and an entry in
+    /// each of its sparse sets.
+    fn reserve_new(&mut self, archetype: ArchetypeId) -> Result<(), EntityError> {
+        let arch = &self.archetypes[archetype.index()];
+        self.tables[arch.table_id().index()].try_reserve(1)?;
+        for c in arch.sparse_components() {
+            let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
+            set.try_reserve(1)?;
+        }
+        Ok(())
     }
 
     /// Gives `entity`, reserved with [`World::reserve_entity`] and given no components since,
@@ -754,8 +773,9 @@ impl World {
     /// Writes a new entity's components into `archetype`.
     ///
     /// # Safety
-    /// - `ptrs` are bundle `b`'s component values in its order; they are moved (or dropped on
-    ///   error) here.
+    /// - `ptrs` are bundle `b`'s component values in its order; they are moved here.
+    /// - [`World::reserve_new`] of `archetype` succeeded since the lengths of its table and sets
+    ///   last changed, so nothing here can fail.
     unsafe fn place_new(
         &mut self,
         entity: Entity,
@@ -763,36 +783,23 @@ impl World {
         b: usize,
         ptrs: &[*mut u8],
         tick: u32,
-    ) -> Result<Entity, EntityError> {
+    ) -> Entity {
         let arch = &self.archetypes[archetype.index()];
         let table_id = arch.table_id();
         let bundle = &self.bundles[b];
-        let reserved = self.tables[table_id.index()].try_reserve(1).and_then(|()| {
-            arch.sparse_components().iter().try_for_each(|c| {
-                self.sparse_sets[c.index()]
-                    .as_mut()
-                    .expect("made with the archetype")
-                    .try_reserve(1)
-            })
-        });
-        if let Err(e) = reserved {
-            self.entities.free(entity);
-            // SAFETY: the values were not moved anywhere; drop each once.
-            unsafe { drop_values(&self.components, bundle.ids(), ptrs) };
-            return Err(e.into());
-        }
         let position = |id: ComponentId| bundle.ids().iter().position(|&c| c == id).unwrap();
         // SAFETY:
         // - the table's ids are the bundle's table components; each pointer is a value of the
         //   id's type, moved in once. The closure cannot unwind (the ids are in the bundle).
-        // - room was reserved, so this cannot fail.
+        // - room was reserved (caller), so this cannot fail.
         let table_row = unsafe {
             self.tables[table_id.index()].push_row(entity, tick, |id| ptrs[position(id)])
         }
         .expect("room was reserved");
         for &c in arch.sparse_components() {
             let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
-            // SAFETY: the pointer is a value of `c`'s type, moved in once; room was reserved.
+            // SAFETY: the pointer is a value of `c`'s type, moved in once; room was reserved
+            // (caller).
             unsafe { set.insert(entity, ptrs[position(c)], tick) }.expect("room was reserved");
         }
         let archetype_row = self.archetypes[archetype.index()].push(entity, table_row as u32);
@@ -804,7 +811,7 @@ impl World {
                 table_row: table_row as u32,
             },
         );
-        Ok(entity)
+        entity
     }
 
     /// Despawns `entity`, dropping its components.

@@ -1637,3 +1637,27 @@ fn spawn_batch_past_an_exhausted_reservation_keeps_every_row_that_fits() {
     drop(world);
     assert_eq!(drops.load(Ordering::SeqCst), 1 + 1024 + 1);
 }
+
+#[test]
+fn a_refused_spawn_with_sparse_components_hands_out_no_entity_id() {
+    /// 64 bytes, sparse-set stored: 1,024 fill a 64 KiB reservation.
+    #[derive(Debug)]
+    struct Full(#[allow(dead_code)] [u8; 64]);
+    let world = || {
+        let mut world = World::with_storage(StorageConfig::new().with_reserve_bytes(64 << 10));
+        world.register_component::<Full>(StorageType::SparseSet).unwrap();
+        for _ in 0..1024 {
+            world.spawn((Full([0; 64]),));
+        }
+        world
+    };
+    // Two worlds alike, each with its sparse set full; in one a spawn into the set is refused.
+    let (mut refused, mut clean) = (world(), world());
+    assert!(matches!(refused.try_spawn((Full([1; 64]),)), Err(EntityError::Storage(_))));
+    refused.check_invariants();
+    // Nothing changed, so the next entity of each is the same (`Entities` hands out the ids).
+    for _ in 0..2 {
+        assert_eq!(refused.spawn((Pos(1.0, 1.0),)), clean.spawn((Pos(1.0, 1.0),)));
+    }
+    assert_eq!(refused.entities().max_entities(), clean.entities().max_entities());
+}
