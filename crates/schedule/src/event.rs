@@ -4,13 +4,18 @@
 //! conditions) use once per run, after the systems and commands. Each schedule that uses an
 //! event type ages it: with several schedules per frame, let one of them own each type (or age
 //! it yourself with [`Events::update`]).
+//!
+//! Sending through an [`EventWriter`] marks the `Events<E>` resource changed at the sending
+//! system's tick, as a write through `ResMut` does, and aging does not: so
+//! [`resource_changed::<Events<E>>`](crate::resource_changed) means "an event was sent since
+//! the condition last looked".
 
 use std::marker::PhantomData;
 
-use folio_query::{TypeKey, World};
+use folio_query::{ResourceTicks, TypeKey, World};
 
 use crate::error::ScheduleError;
-use crate::param::{SystemMeta, SystemParam};
+use crate::param::{SystemMeta, SystemParam, resource_ptrs};
 
 /// The queue of events of type `E`.
 pub struct Events<E> {
@@ -71,13 +76,16 @@ impl<E> Events<E> {
         (iter, missed)
     }
 
-    /// Ages the `E` events in `world`, if it has them.
+    /// Ages the `E` events in `world`, if it has them. Aging sends nothing, so it does not
+    /// mark the queue changed (as [`World::resource_mut`] would).
     pub fn update_in(world: &mut World)
     where
         E: Send + Sync + 'static,
     {
-        if let Some(events) = world.resource_mut::<Events<E>>() {
-            events.update();
+        if let Some(events) = world.resource_ptr::<Events<E>>() {
+            // SAFETY: a live `Events<E>` behind a pointer with the resource cell's provenance;
+            // `&mut World` keeps every other reference to it from being alive.
+            unsafe { &mut *events.as_ptr() }.update();
         }
     }
 }
@@ -134,20 +142,28 @@ impl<'w, E> EventReader<'w, '_, E> {
     }
 }
 
-/// Sends events of type `E`.
+/// Sends events of type `E`, marking the `Events<E>` resource changed when it does (as
+/// `ResMut` marks a resource it writes).
 pub struct EventWriter<'w, E> {
     events: &'w mut Events<E>,
+    ticks: &'w mut ResourceTicks,
+    this_run: u32,
 }
 
 impl<E> EventWriter<'_, E> {
     /// Sends `event`.
     pub fn send(&mut self, event: E) {
+        self.ticks.changed = self.this_run;
         self.events.send(event);
     }
 
-    /// Sends every event of `events`.
+    /// Sends every event of `events` (an empty batch marks nothing).
     pub fn send_batch(&mut self, events: impl IntoIterator<Item = E>) {
+        let before = self.events.newer.len();
         self.events.newer.extend(events);
+        if self.events.newer.len() != before {
+            self.ticks.changed = self.this_run;
+        }
     }
 }
 
@@ -210,11 +226,14 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
         _: &mut (),
         _: &SystemMeta,
         world: &'w World,
-        _: u32,
+        this_run: u32,
     ) -> EventWriter<'w, E> {
-        let ptr = world.resource_ptr::<Events<E>>().expect("inserted by init_state");
-        // SAFETY: a live queue behind a pointer with the box's provenance; the schedule lets no
-        // other system touch it while this one runs.
-        EventWriter { events: unsafe { &mut *ptr.as_ptr() } }
+        let (events, ticks) = resource_ptrs::<Events<E>>(world).expect("inserted by init_state");
+        // SAFETY: a live queue and its ticks behind pointers with the resource cell's
+        // provenance; the schedule lets no other system touch them while this one runs, and
+        // the value and the ticks are disjoint fields of the cell, so the two `&mut` do not
+        // overlap.
+        let (events, ticks) = unsafe { (&mut *events.as_ptr(), &mut *ticks.as_ptr()) };
+        EventWriter { events, ticks, this_run }
     }
 }

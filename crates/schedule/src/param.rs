@@ -412,7 +412,7 @@ unsafe fn make_res_mut<'w, R>(
 }
 
 /// Resource `R`'s value and ticks, if it exists.
-fn resource_ptrs<R: Send + Sync + 'static>(
+pub(crate) fn resource_ptrs<R: Send + Sync + 'static>(
     world: &World,
 ) -> Option<(NonNull<R>, NonNull<ResourceTicks>)> {
     Some((world.resource_ptr::<R>()?, world.resource_ticks_ptr::<R>()?))

@@ -310,3 +310,47 @@ fn every_condition_of_a_system_runs_even_after_one_says_no() {
         assert_eq!(world.resource::<Runs>().unwrap().once, 0, "exclusive: {exclusive}");
     }
 }
+
+#[test]
+fn an_event_writer_marks_its_queue_changed_when_it_sends_and_aging_does_not() {
+    // `Plan::bump`: the writer sends one `Ping`; `Plan::peek`: it sends an empty batch.
+    fn send(plan: Res<Plan>, mut pings: EventWriter<Ping>) {
+        if plan.bump {
+            pings.send(Ping);
+        }
+        if plan.peek {
+            pings.send_batch(std::iter::empty());
+        }
+    }
+    fn before(mut r: ResMut<Runs>) {
+        r.changed += 1;
+    }
+    fn after(mut r: ResMut<Runs>) {
+        r.added += 1;
+    }
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    let mut schedule = Schedule::new();
+    // Before the writer, a gate sees a send on its next run; after it, in the same run.
+    schedule.add_systems((
+        before.run_if(resource_changed::<Events<Ping>>),
+        send.after(before),
+        after.run_if(resource_changed::<Events<Ping>>).after(send),
+    ));
+    let mut step = |world: &mut World, plan: Plan| {
+        world.insert_resource(plan);
+        runs_of(&mut schedule, world)
+    };
+    // First run: the queue (inserted by the schedule) is new to both conditions.
+    assert_eq!(step(&mut world, Plan::default()), Runs { changed: 1, added: 1, ..Runs::default() });
+    // Nothing sent: the events aged at the end of the runs changed nothing.
+    assert_eq!(step(&mut world, Plan::default()), Runs::default());
+    assert_eq!(step(&mut world, Plan::default()), Runs::default());
+    let sent = Plan { bump: true, peek: false };
+    assert_eq!(step(&mut world, sent), Runs { added: 1, ..Runs::default() });
+    assert_eq!(step(&mut world, Plan::default()), Runs { changed: 1, ..Runs::default() });
+    // An empty batch sends nothing.
+    let empty = Plan { bump: false, peek: true };
+    assert_eq!(step(&mut world, empty), Runs::default());
+    assert_eq!(step(&mut world, Plan::default()), Runs::default());
+}
