@@ -112,18 +112,20 @@ impl CommandStats {
 }
 
 /// Drops the payloads of `commands` not yet consumed (from `next` on), also when dropped
-/// during unwinding from a payload whose drop panicked: each payload is dropped once.
+/// during unwinding from a payload whose drop panicked: each payload is dropped once, and
+/// with a `world`, each spawn's reserved entity is despawned (also those after the panic).
 struct DropPayloads<'a> {
     commands: &'a [Command],
     next: usize,
     base: *mut MaybeUninit<u8>,
+    world: Option<&'a mut World>,
 }
 
 impl DropPayloads<'_> {
-    fn run(&mut self, mut world: Option<&mut World>) {
+    fn run(&mut self) {
         while let Some(&command) = self.commands.get(self.next) {
             self.next += 1;
-            if let Some(world) = &mut world {
+            if let Some(world) = self.world.as_deref_mut() {
                 command.undo_spawn(world);
             }
             // SAFETY: `base` is the start of the queue's payload bytes, where `command`'s
@@ -135,7 +137,7 @@ impl DropPayloads<'_> {
 
 impl Drop for DropPayloads<'_> {
     fn drop(&mut self) {
-        self.run(None);
+        self.run();
     }
 }
 
@@ -215,7 +217,7 @@ impl CommandQueue {
                 }
                 Err(payload) => {
                     command.undo_spawn(world);
-                    DropPayloads { commands: &commands, next, base }.run(Some(world));
+                    DropPayloads { commands: &commands, next, base, world: Some(world) }.run();
                     resume_unwind(payload);
                 }
             }
@@ -231,8 +233,8 @@ impl CommandQueue {
     /// no empty entity is left behind.
     pub fn discard(&mut self, world: &mut World) {
         let commands = mem::take(&mut self.commands);
-        DropPayloads { commands: &commands, next: 0, base: self.bytes.as_mut_ptr() }
-            .run(Some(world));
+        let base = self.bytes.as_mut_ptr();
+        DropPayloads { commands: &commands, next: 0, base, world: Some(world) }.run();
         self.bytes.clear();
     }
 }
@@ -242,7 +244,8 @@ impl Drop for CommandQueue {
     /// here, are made empty at the world's next flush).
     fn drop(&mut self) {
         let commands = mem::take(&mut self.commands);
-        DropPayloads { commands: &commands, next: 0, base: self.bytes.as_mut_ptr() }.run(None);
+        let base = self.bytes.as_mut_ptr();
+        DropPayloads { commands: &commands, next: 0, base, world: None }.run();
     }
 }
 
@@ -571,6 +574,30 @@ mod tests {
         drop(queue);
         world.clear();
         assert_eq!(drops.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn spawns_thrown_away_after_a_payload_whose_drop_panics_leave_no_entity() {
+        let (drops, mut world, mut queue) = setup();
+        let mut stats = CommandStats::default();
+        let fill = |queue: &mut CommandQueue, world: &World, fail: bool| {
+            let mut commands = Commands::new(queue, world);
+            if fail {
+                commands.add(|_: &mut World| panic!("command failed"));
+            }
+            commands.spawn((Bomb,));
+            commands.spawn((Counted(drops.clone()),));
+        };
+        // Thrown away by `discard`, and by `apply` after a command panicked.
+        fill(&mut queue, &world, false);
+        assert!(catch_unwind(AssertUnwindSafe(|| queue.discard(&mut world))).is_err());
+        fill(&mut queue, &world, true);
+        let applied = catch_unwind(AssertUnwindSafe(|| queue.apply(&mut world, &mut stats)));
+        assert!(applied.is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+        world.flush();
+        assert_eq!(world.len(), 0, "the spawns after the bomb left no empty entity");
+        world.check_invariants();
     }
 
     #[test]

@@ -700,10 +700,16 @@ impl Schedule {
             }
         }
         if let Some((i, _)) = &failure {
-            self.node_mut(*i).system.discard_deferred(world);
-            for condition in &mut self.node_mut(*i).conditions {
-                condition.discard_deferred(world);
-            }
+            let node = self.node_mut(*i);
+            // A thrown-away command whose `Drop` panics (a component of a buffered spawn) must
+            // not unwind out of the run: the run's panic is the system's, reported below, and
+            // the other buffers and the aging of events are still to come.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                node.system.discard_deferred(world);
+                for condition in &mut node.conditions {
+                    condition.discard_deferred(world);
+                }
+            }));
         }
         let applied = self.apply_commands(world, &order[applied_upto..]);
         if let Some(timing) = timing {

@@ -940,6 +940,49 @@ fn a_caller_that_unwinds_waits_for_its_pool_tasks_first() {
     }
 }
 
+/// Panics when dropped.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("bomb dropped");
+    }
+}
+
+#[test]
+fn a_panicking_drop_in_a_panicked_system_s_thrown_away_commands_is_still_an_error() {
+    fn good(mut c: Commands) {
+        c.spawn((B(3),));
+    }
+    fn boom(mut c: Commands) {
+        c.spawn((Bomb,));
+        c.spawn((A(1),));
+        panic!("boom");
+    }
+    for exclusive_after in [false, true] {
+        let mut world = World::new();
+        let mut schedule = Schedule::new();
+        schedule.add_systems((good, boom).chain());
+        if exclusive_after {
+            // Cuts the segments after `boom`: the same in a segment of its own.
+            schedule.add_systems((|_: &mut World| {}).after(boom));
+        }
+        let ran =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| schedule.run(&mut world)));
+        let Ok(Err(ScheduleError::SystemPanicked { system, message })) = ran else {
+            panic!("Schedule::run unwound instead of reporting the system's panic");
+        };
+        assert!(system.contains("boom") && message == "boom", "{system}: {message}");
+        world.check_invariants();
+        assert_eq!(world.query::<&B>().iter(&world).count(), 1, "the other buffer applied");
+        assert_eq!(world.len(), 1, "no entity of the thrown-away buffer left behind");
+        assert_eq!(
+            schedule.run(&mut world).map_err(|e| e.to_string()),
+            Err(ScheduleError::SystemPanicked { system, message: "boom".into() }.to_string())
+        );
+    }
+}
+
 #[test]
 fn a_system_run_on_its_own_that_panics_leaves_none_of_its_commands() {
     let mut world = World::new();
