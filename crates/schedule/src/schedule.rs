@@ -748,7 +748,9 @@ impl Schedule {
                 node.system.apply_deferred(world, &mut stats);
             }));
             if let Err(payload) = applied {
-                node.system.discard_deferred(world);
+                // The buffers its panic left (a system may have more than one); a payload whose
+                // `Drop` panics here must not unwind out of the run either.
+                let _ = catch_unwind(AssertUnwindSafe(|| node.system.discard_deferred(world)));
                 first_panic.get_or_insert_with(|| ScheduleError::SystemPanicked {
                     system: format!("commands of `{}`", node.system.name()),
                     message: panic_message(payload),

@@ -984,6 +984,29 @@ fn a_panicking_drop_in_a_panicked_system_s_thrown_away_commands_is_still_an_erro
 }
 
 #[test]
+fn a_panicking_drop_in_a_buffer_thrown_away_after_a_command_panicked_is_still_an_error() {
+    // The second buffer of a system is thrown away when the first one's command panics.
+    fn two(mut first: Commands, mut second: Commands) {
+        first.add(|_: &mut World| panic!("a bad command"));
+        second.spawn((Bomb,));
+    }
+    fn good(mut c: Commands) {
+        c.spawn((B(3),));
+    }
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems((two, good).chain());
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| schedule.run(&mut world)));
+    let Ok(Err(ScheduleError::SystemPanicked { message, .. })) = ran else {
+        panic!("Schedule::run unwound instead of reporting the command's panic");
+    };
+    assert_eq!(message, "a bad command");
+    world.check_invariants();
+    assert_eq!(world.query::<&B>().iter(&world).count(), 1, "the next buffer applied");
+    assert_eq!(world.len(), 1, "no entity of the thrown-away buffer left behind");
+}
+
+#[test]
 fn a_system_run_on_its_own_that_panics_leaves_none_of_its_commands() {
     let mut world = World::new();
     let mut calls = 0u64;
