@@ -128,6 +128,10 @@ unsafe impl<S: System<Out = bool>> System for Not<S> {
     fn event_updaters(&self) -> &[EventUpdater] {
         self.inner.event_updaters()
     }
+
+    fn check_change_tick(&mut self, now: u32) {
+        self.inner.check_change_tick(now);
+    }
 }
 
 #[cfg(test)]

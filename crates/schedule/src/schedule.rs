@@ -597,9 +597,28 @@ impl Schedule {
         let now = world.change_tick();
         if tick_check_due(self.ticks_checked, world.id(), now) {
             world.check_change_ticks();
+            self.check_change_ticks(now);
             self.ticks_checked = Some((world.id(), now));
         }
         result
+    }
+
+    /// Clamps the last-run tick of every system and run condition (see
+    /// [`System::check_change_tick`](crate::System::check_change_tick)): one that has not run
+    /// for 2^32 ticks would otherwise read its last run as recent and miss every change since.
+    fn check_change_ticks(&mut self, now: u32) {
+        for cell in &mut self.nodes {
+            let node = cell.0.get_mut();
+            node.system.check_change_tick(now);
+            for condition in &mut node.conditions {
+                condition.check_change_tick(now);
+            }
+        }
+        for config in self.sets.values_mut() {
+            for condition in &mut config.conditions {
+                condition.check_change_tick(now);
+            }
+        }
     }
 
     fn run_plan(&mut self, world: &mut World, plan: &mut Plan) -> Result<(), ScheduleError> {

@@ -66,6 +66,14 @@ pub unsafe trait System: Send + Sync + 'static {
     /// The event types it uses, with the function that ages each.
     fn event_updaters(&self) -> &[EventUpdater];
 
+    /// Clamps the tick of the system's last run to at most
+    /// [`MAX_CHANGE_AGE`](folio_query::MAX_CHANGE_AGE) before `now`, as
+    /// [`World::check_change_ticks`] clamps the stored ticks: a [`Schedule`](crate::Schedule)
+    /// calls it on its systems and run conditions whenever it calls that, so a system that a
+    /// run condition keeps off for 2^32 ticks or more does not read its last run as recent
+    /// again. Nothing by default (a system that keeps no tick).
+    fn check_change_tick(&mut self, _now: u32) {}
+
     /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
     /// and applies its commands.
     ///
@@ -229,6 +237,12 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
 
     fn event_updaters(&self) -> &[EventUpdater] {
         &self.meta.event_updaters
+    }
+
+    fn check_change_tick(&mut self, now: u32) {
+        if now.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
+            self.meta.last_run = now.wrapping_sub(MAX_CHANGE_AGE);
+        }
     }
 }
 

@@ -1113,3 +1113,46 @@ fn a_schedule_clamps_stored_ticks_at_its_first_run_and_every_so_many_ticks() {
     assert!(!tick_check_due(late, a.id(), 100));
     assert!(tick_check_due(late, a.id(), crate::CHECK_TICKS_EVERY));
 }
+
+/// How many ticks `burn` takes in the next run.
+struct Burn(u32);
+/// Whether `watch_changed` may run.
+struct On(bool);
+
+#[test]
+#[cfg_attr(debug_assertions, ignore = "takes 2^32 ticks: about 30 s in a debug build")]
+fn a_system_kept_off_for_more_than_2_pow_32_ticks_still_sees_what_changed() {
+    fn burn(world: &mut World) {
+        for _ in 0..world.resource::<Burn>().unwrap().0 {
+            world.increment_change_tick_mut();
+        }
+    }
+    fn watch_changed(q: Query<&A, Changed<A>>, mut seen: ResMut<Vec<usize>>) {
+        seen.push(q.iter().count());
+    }
+    let mut world = World::new();
+    world.insert_resource(Burn(0));
+    world.insert_resource(On(true));
+    world.insert_resource(Vec::<usize>::new());
+    let e = world.spawn((A(0),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((burn, watch_changed.run_if(|on: Res<On>| on.0)).chain());
+    schedule.run(&mut world).unwrap();
+    // Kept off while the ticks go round once, less a margin (the schedule clamping the stored
+    // ticks every `CHECK_TICKS_EVERY` as it goes); then `A` changes and a little more passes.
+    world.resource_mut::<On>().unwrap().0 = false;
+    world.resource_mut::<Burn>().unwrap().0 = 1 << 28;
+    for _ in 0..15 {
+        schedule.run(&mut world).unwrap();
+    }
+    world.resource_mut::<Burn>().unwrap().0 = (1 << 28) - 10_000;
+    schedule.run(&mut world).unwrap();
+    world.get_mut::<A>(e).unwrap().0 = 1;
+    world.resource_mut::<Burn>().unwrap().0 = 20_000;
+    schedule.run(&mut world).unwrap();
+    // `A` changed after the system last ran, however long ago that was.
+    world.resource_mut::<Burn>().unwrap().0 = 0;
+    world.resource_mut::<On>().unwrap().0 = true;
+    schedule.run(&mut world).unwrap();
+    assert_eq!(*world.resource::<Vec<usize>>().unwrap(), [1, 1]);
+}
