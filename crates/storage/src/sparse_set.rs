@@ -38,6 +38,12 @@ struct SparseArray {
 }
 
 impl SparseArray {
+    /// Bytes of the page table (its heap block) and of the pages allocated.
+    fn memory(&self) -> (usize, usize) {
+        let table = self.pages.capacity() * size_of::<Option<Box<[u32; PAGE_LEN]>>>();
+        (table, self.page_count() * size_of::<[u32; PAGE_LEN]>())
+    }
+
     #[inline]
     fn get(&self, index: u32) -> Option<u32> {
         let index = index as usize;
@@ -214,15 +220,20 @@ impl ComponentSparseSet {
         self.sparse.page_count()
     }
 
-    /// `(reserved, committed, used)` bytes of the values and their ticks (the sparse pages and
-    /// the entity list are small heap blocks, not counted).
+    /// `(reserved, committed, used)` bytes of the set. Reserved and committed cover all of it:
+    /// the value and tick columns, the entity list and the sparse index (its page table and
+    /// pages; heap blocks count in full). Used is what the live values and their ticks hold;
+    /// the entity list and the index count as reserved and committed only.
     pub fn memory(&self) -> (usize, usize, usize) {
         let mut total = (0, 0, 0);
         for column in [&self.data, &self.added, &self.changed] {
             let (r, c, u) = column.memory();
             total = (total.0 + r, total.1 + c, total.2 + u);
         }
-        total
+        let list = self.entities.capacity() * size_of::<Entity>();
+        let (table, pages) = self.sparse.memory();
+        let bookkeeping = list + table + pages;
+        (total.0 + bookkeeping, total.1 + bookkeeping, total.2)
     }
 
     /// Makes room for `additional` more entities; on error nothing changes (some columns may

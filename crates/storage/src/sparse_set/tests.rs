@@ -38,6 +38,27 @@ fn sparse_pages_are_allocated_on_demand() {
 }
 
 #[test]
+fn memory_counts_the_entity_list_and_the_sparse_pages() {
+    let mut s = SparseSet::new();
+    s.insert(e(0, 1), 1u32);
+    let (reserved, committed, used) = s.as_erased().memory();
+    assert_eq!(used, 12, "one value and its two ticks");
+    // Far-apart indices: one more page each, counted as committed (not as used).
+    s.insert(e(3_000_000, 1), 2u32);
+    s.insert(e(6_000_000, 1), 3u32);
+    assert_eq!(s.as_erased().sparse_pages(), 3);
+    let (reserved2, committed2, used2) = s.as_erased().memory();
+    assert_eq!(used2, 36);
+    let page = PAGE_LEN * size_of::<u32>();
+    assert!(committed2 >= committed + 2 * page, "{committed} -> {committed2}");
+    assert!(reserved2 >= reserved + 2 * page);
+    assert!(used2 <= committed2 && committed2 <= reserved2);
+    // The page table (one slot per page up to the highest index) and the entity list count.
+    let slots = 6_000_000 / PAGE_LEN + 1;
+    assert!(committed2 >= 3 * page + slots * size_of::<usize>() + 3 * size_of::<Entity>());
+}
+
+#[test]
 fn stale_entities_are_not_found_and_get_replaced() {
     let drops = Counter::default();
     let mut s = SparseSet::new();
