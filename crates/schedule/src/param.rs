@@ -332,20 +332,55 @@ impl<R> Deref for Res<'_, R> {
 /// Reading (`Deref`) marks nothing; the first `DerefMut` stamps the resource's changed tick
 /// with the system's tick, so `Res::is_changed` (and [`resource_changed`](crate::resource_changed))
 /// in later systems see real writes only.
-pub struct ResMut<'w, R> {
+pub struct ResMut<'w, R: ?Sized> {
     value: &'w mut R,
     ticks: &'w mut ResourceTicks,
     last_run: u32,
     this_run: u32,
 }
 
-impl<'w, R> ResMut<'w, R> {
+impl<'w, R: ?Sized> ResMut<'w, R> {
     resource_change_queries!();
 
     /// Marks the resource changed without writing it.
     #[inline]
     pub fn set_changed(&mut self) {
         self.ticks.changed = self.this_run;
+    }
+
+    /// Writes `value` and marks a change only if it differs from the current value; returns
+    /// whether it did (so `resource_changed` readers see only real changes of a value set
+    /// every frame).
+    #[inline]
+    pub fn set_if_neq(&mut self, value: R) -> bool
+    where
+        R: Sized + PartialEq,
+    {
+        if *self.value == value {
+            return false;
+        }
+        *self.deref_mut() = value;
+        true
+    }
+
+    /// A `ResMut` of a part of the resource (a field, say), sharing its change ticks: writes
+    /// through it mark the whole resource changed. `f` itself marks nothing.
+    #[inline]
+    pub fn map_unchanged<U: ?Sized>(self, f: impl FnOnce(&mut R) -> &mut U) -> ResMut<'w, U> {
+        let Self { value, ticks, last_run, this_run } = self;
+        ResMut { value: f(value), ticks, last_run, this_run }
+    }
+
+    /// A shorter `ResMut` of the same resource, for passing to a function that takes one by
+    /// value while keeping this one.
+    #[inline]
+    pub fn reborrow(&mut self) -> ResMut<'_, R> {
+        ResMut {
+            value: self.value,
+            ticks: self.ticks,
+            last_run: self.last_run,
+            this_run: self.this_run,
+        }
     }
 
     /// The value, mutably, without marking it changed (for writes no one should react to).
@@ -362,7 +397,7 @@ impl<'w, R> ResMut<'w, R> {
     }
 }
 
-impl<R> Deref for ResMut<'_, R> {
+impl<R: ?Sized> Deref for ResMut<'_, R> {
     type Target = R;
 
     #[inline]
@@ -371,7 +406,7 @@ impl<R> Deref for ResMut<'_, R> {
     }
 }
 
-impl<R> DerefMut for ResMut<'_, R> {
+impl<R: ?Sized> DerefMut for ResMut<'_, R> {
     #[inline]
     fn deref_mut(&mut self) -> &mut R {
         self.set_changed();

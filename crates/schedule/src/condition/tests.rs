@@ -116,6 +116,48 @@ fn res_mut_marks_on_write_and_can_bypass_or_force_it() {
 }
 
 #[test]
+fn res_mut_set_if_neq_map_unchanged_and_reborrow_mark_only_real_writes() {
+    #[derive(Debug, PartialEq)]
+    struct Settings {
+        volume: u32,
+        muted: bool,
+    }
+    /// `Plan::bump`: set the volume to 7 (a change the first time only); `Plan::peek`: mute
+    /// through a field `ResMut`, and through a reborrow passed to a function.
+    fn settle(mut settings: ResMut<Settings>, plan: Res<Plan>) {
+        if plan.bump {
+            let wrote = settings.set_if_neq(Settings { volume: 7, muted: settings.muted });
+            assert_eq!(wrote, settings.is_changed(), "a write marks; an equal value does not");
+        }
+        if plan.peek {
+            fn mute(mut muted: ResMut<bool>) {
+                *muted = true;
+            }
+            let muted = settings.reborrow().map_unchanged(|s| &mut s.muted);
+            assert!(!muted.is_changed() || muted.is_added(), "mapping marks nothing");
+            mute(settings.reborrow().map_unchanged(|s| &mut s.muted));
+            assert!(settings.is_changed());
+        }
+    }
+    fn watch_settings(settings: Res<Settings>, mut seen: ResMut<Seen>) {
+        seen.0.push((settings.is_added(), settings.is_changed()));
+    }
+    let mut world = World::new();
+    world.insert_resource(Seen::default());
+    world.insert_resource(Settings { volume: 1, muted: false });
+    let mut schedule = Schedule::new();
+    schedule.add_systems((settle, watch_settings.after(settle)));
+    let bump = || Plan { bump: true, peek: false };
+    assert_eq!(run(&mut schedule, &mut world, bump()), Some((true, true)), "added");
+    assert_eq!(world.resource::<Settings>().unwrap().volume, 7);
+    assert_eq!(run(&mut schedule, &mut world, bump()), Some((false, false)), "7 again: no change");
+    let peek = Plan { bump: false, peek: true };
+    assert_eq!(run(&mut schedule, &mut world, peek), Some((false, true)), "muted: a change");
+    assert_eq!(world.resource::<Settings>(), Some(&Settings { volume: 7, muted: true }));
+    assert_eq!(run(&mut schedule, &mut world, Plan::default()), Some((false, false)));
+}
+
+#[test]
 fn an_exclusive_systems_writes_count_as_changes() {
     let mut world = World::new();
     world.insert_resource(Seen::default());
