@@ -167,6 +167,17 @@ impl<E> EventWriter<'_, E> {
     }
 }
 
+/// The panic of an event parameter whose queue was removed from the world after the system
+/// was initialized (which inserted it).
+#[cold]
+fn events_removed<E>() -> ! {
+    panic!(
+        "the {} resource was removed from the world after the systems reading or sending it \
+         were initialized; insert it again before the schedule runs",
+        std::any::type_name::<Events<E>>()
+    )
+}
+
 fn init_events<E: Send + Sync + 'static>(world: &mut World, meta: &mut SystemMeta) {
     if !world.contains_resource::<Events<E>>() {
         world.insert_resource(Events::<E>::default());
@@ -200,7 +211,7 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
         world: &'w World,
         _: u32,
     ) -> EventReader<'w, 's, E> {
-        let ptr = world.resource_ptr::<Events<E>>().expect("inserted by init_state");
+        let ptr = world.resource_ptr::<Events<E>>().unwrap_or_else(|| events_removed::<E>());
         // SAFETY: a live queue; the schedule lets no system write it while this one reads.
         EventReader { events: unsafe { ptr.as_ref() }, cursor: state }
     }
@@ -228,7 +239,8 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
         world: &'w World,
         this_run: u32,
     ) -> EventWriter<'w, E> {
-        let (events, ticks) = resource_ptrs::<Events<E>>(world).expect("inserted by init_state");
+        let (events, ticks) =
+            resource_ptrs::<Events<E>>(world).unwrap_or_else(|| events_removed::<E>());
         // SAFETY: a live queue and its ticks behind pointers with the resource cell's
         // provenance; the schedule lets no other system touch them while this one runs, and
         // the value and the ticks are disjoint fields of the cell, so the two `&mut` do not

@@ -1156,3 +1156,20 @@ fn a_system_kept_off_for_more_than_2_pow_32_ticks_still_sees_what_changed() {
     schedule.run(&mut world).unwrap();
     assert_eq!(*world.resource::<Vec<usize>>().unwrap(), [1, 1]);
 }
+
+#[test]
+fn an_event_queue_removed_after_initialization_is_an_error_that_names_it() {
+    struct Shout;
+    let mut schedule = Schedule::new();
+    schedule.add_systems(|mut reader: EventReader<Shout>| reader.clear());
+    let mut world = World::new();
+    schedule.run(&mut world).unwrap();
+    world.remove_resource::<Events<Shout>>();
+    let err = schedule.run(&mut world).unwrap_err();
+    let ScheduleError::SystemPanicked { message, .. } = &err else { panic!("{err}") };
+    assert!(message.contains("Events<") && message.contains("Shout"), "{err}");
+    assert!(message.contains("removed from the world"), "{err}");
+    // Put back, the schedule runs again.
+    world.insert_resource(Events::<Shout>::default());
+    schedule.run(&mut world).unwrap();
+}
