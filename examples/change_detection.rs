@@ -7,13 +7,14 @@
 //! react to change — a UI refreshing health bars, a network layer sending deltas — look only
 //! at what moved instead of every entity. `Ref<T>` keeps every entity and says per item
 //! whether it changed; `Res<R>::is_changed()` and the `resource_changed::<R>` run condition do
-//! the same for resources.
+//! the same for resources. `RemovedComponents<T>` tells which entities lost a `T` (despawned,
+//! or the component removed), which change ticks cannot.
 //!
 //! Run it with `cargo run --example change_detection`.
 
 use folio::prelude::*;
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Health(i32);
 struct Name(&'static str);
 
@@ -116,5 +117,36 @@ fn main() {
     assert_eq!(watch.iter(&world).count(), 0, "reads and bypassed writes are not changes");
     health.iter_mut(&mut world).for_each(|mut h| h.set_changed());
     assert_eq!(watch.iter(&world).count(), 3);
+    // `set_if_neq` writes only a value that differs, so setting a value every frame marks a
+    // change only when it really changes.
+    for mut h in health.iter_mut(&mut world) {
+        h.set_if_neq(Health(100));
+    }
+    assert_eq!(watch.iter(&world).count(), 0, "every unit was already at 100");
     println!("ok: only real writes (and set_changed) count as changes");
+
+    // Removals: a unit that falls takes its health bar with it. Change ticks cannot say that
+    // a component is gone; `RemovedComponents<Health>` lists who lost it since it last read.
+    fn fall(mut commands: Commands, units: Query<(Entity, &Name, &Health)>) {
+        for (e, name, health) in units.iter() {
+            if health.0 <= 0 {
+                println!("{} falls", name.0);
+                commands.despawn(e);
+            }
+        }
+    }
+    fn drop_health_bars(mut removed: RemovedComponents<Health>, mut bars: ResMut<Vec<Entity>>) {
+        bars.extend(removed.read());
+    }
+    world.insert_resource(Vec::<Entity>::new());
+    let mut battle = Schedule::new();
+    battle.add_systems((fall, drop_health_bars));
+    battle.run(&mut world).expect("no system panics"); // nobody falls
+    let mage = world.query::<(Entity, &Name)>().iter(&world).find(|(_, n)| n.0 == "mage");
+    let mage = mage.expect("spawned").0;
+    world.get_mut::<Health>(mage).expect("alive").0 = 0;
+    battle.run(&mut world).expect("no system panics"); // the mage falls (its commands apply last)
+    battle.run(&mut world).expect("no system panics"); // and its bar goes
+    assert_eq!(world.resource::<Vec<Entity>>().expect("inserted"), &[mage]);
+    println!("ok: the fallen mage's health bar was dropped");
 }
