@@ -44,6 +44,7 @@
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod access;
+mod combinations;
 mod data;
 mod fetch;
 mod filter;
@@ -54,6 +55,7 @@ mod terms;
 mod world_ext;
 
 pub use access::{FilteredAccess, QueryError, TypeKey, TypeSet};
+pub use combinations::QueryCombinationIter;
 pub use data::{ColumnFetch, EntityFetch, Mut, OptionFetch, WriteFetch};
 pub use fetch::{
     ArchetypeFilter, ComponentTerm, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary,

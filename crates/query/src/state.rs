@@ -7,6 +7,7 @@ use folio_archetype::{ArchetypeId, Entity, MAX_CHANGE_AGE, TableId, World, World
 use smallvec::SmallVec;
 
 use crate::access::{FilteredAccess, QueryError};
+use crate::combinations::{QueryCombinationIter, for_each_combination};
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary};
 use crate::iter::QueryIter;
 use crate::par::QueryParIter;
@@ -654,6 +655,103 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
     }
 
+    /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`
+    /// but not `[b, a]`): pairs for collisions or forces between bodies. A run of the query,
+    /// as `iter` is. The entities are listed when it starts (their count `n`), and each
+    /// combination is looked up as it is reached: `n` choose `K` of them, so mind `n`.
+    pub fn iter_combinations<'w, 's, const K: usize>(
+        &'s mut self,
+        world: &'w World,
+    ) -> QueryCombinationIter<'w, 's, D::ReadOnly, F, K> {
+        self.update_archetypes(world);
+        let (last_run, this_run) = self.begin_run(world);
+        // SAFETY: read-only through `&World`; the state is up to date.
+        unsafe {
+            QueryCombinationIter::new(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+            )
+        }
+    }
+
+    /// Runs `f` on the mutable items of every `K` distinct matching entities, each set once,
+    /// one set at a time (see [`Self::iter_combinations`]): `f` gets `[D::Item; K]` for the
+    /// length of its call, so it can write both bodies of a pair.
+    pub fn for_each_combination_mut<const K: usize>(
+        &mut self,
+        world: &mut World,
+        f: impl FnMut([D::Item<'_>; K]),
+    ) {
+        let (last_run, this_run) = self.begin_run_mut(world);
+        let world = &*world;
+        self.update_archetypes(world);
+        // SAFETY: `&mut World` gives exclusive access; the state is up to date.
+        unsafe {
+            for_each_combination::<D, F, K>(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+                f,
+            );
+        }
+    }
+
+    /// [`Self::iter_combinations`] with the caller vouching for access and ticks: what a
+    /// system's `Query` calls.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_readonly_unchecked`].
+    pub unsafe fn iter_combinations_unchecked<'w, 's, const K: usize>(
+        &'s self,
+        world: &'w World,
+        last_run: u32,
+        this_run: u32,
+    ) -> QueryCombinationIter<'w, 's, D::ReadOnly, F, K> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            QueryCombinationIter::new(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+            )
+        }
+    }
+
+    /// [`Self::for_each_combination_mut`] with the caller vouching for access and ticks.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_unchecked`], and no other item of this query is alive.
+    pub unsafe fn for_each_combination_unchecked<const K: usize>(
+        &self,
+        world: &World,
+        last_run: u32,
+        this_run: u32,
+        f: impl FnMut([D::Item<'_>; K]),
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            for_each_combination::<D, F, K>(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+                f,
+            );
+        }
+    }
+
     /// The one matching entity's items; an error unless exactly one matches.
     pub fn single<'w>(
         &mut self,
@@ -768,7 +866,7 @@ fn single_of<I: Iterator>(mut iter: I) -> Result<I::Item, QueryError> {
 ///   matched, and a term that was unresolved then cannot name a component of an older
 ///   archetype); the caller holds the access `D` and `F` need for
 ///   `'w`, and no other live item of `D` is for `entity`.
-unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
+pub(crate) unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
     world: &'w World,
     data: &D::State,
     filter: &F::State,

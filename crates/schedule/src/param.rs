@@ -16,8 +16,8 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use folio_query::{
-    Entity, QueryData, QueryError, QueryFilter, QueryIter, QueryParIter, QueryState,
-    ReadOnlyQueryData, ResourceTicks, TypeKey, World,
+    Entity, QueryCombinationIter, QueryData, QueryError, QueryFilter, QueryIter, QueryParIter,
+    QueryState, ReadOnlyQueryData, ResourceTicks, TypeKey, World,
 };
 
 use crate::access::SystemAccess;
@@ -195,6 +195,26 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     ) -> Result<[D::Item<'_>; N], QueryError> {
         // SAFETY: as in `iter_mut`; the entities are checked to be distinct.
         unsafe { self.state.get_many_unchecked(self.world, entities, self.last_run, self.this_run) }
+    }
+
+    /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`
+    /// but not `[b, a]`): pairs for collisions or forces between bodies. The entities are
+    /// listed when it starts; `n` of them make `n` choose `K` combinations.
+    pub fn iter_combinations<const K: usize>(
+        &self,
+    ) -> QueryCombinationIter<'_, 's, D::ReadOnly, F, K> {
+        // SAFETY: as in `iter`.
+        unsafe { self.state.iter_combinations_unchecked(self.world, self.last_run, self.this_run) }
+    }
+
+    /// Runs `f` on the mutable items of every `K` distinct matching entities, each set once,
+    /// one set at a time: `f` gets the items for the length of its call.
+    pub fn for_each_combination_mut<const K: usize>(&mut self, f: impl FnMut([D::Item<'_>; K])) {
+        // SAFETY: as in `iter_mut`; `&mut self` keeps any other item of this query from being
+        // alive while `f` runs.
+        unsafe {
+            self.state.for_each_combination_unchecked(self.world, self.last_run, self.this_run, f);
+        }
     }
 
     /// The one matching entity's items; an error unless exactly one matches.

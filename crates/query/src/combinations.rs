@@ -1,0 +1,267 @@
+//! Every set of `K` distinct matching entities: pairs for collisions or forces between bodies,
+//! triples for formations. [`QueryState::iter_combinations`] yields read-only items;
+//! [`QueryState::for_each_combination_mut`] hands mutable ones to a closure, one combination
+//! at a time (an iterator could not: two of its combinations share entities, so their items
+//! would alias while both are alive).
+//!
+//! [`QueryState::iter_combinations`]: crate::QueryState::iter_combinations
+//! [`QueryState::for_each_combination_mut`]: crate::QueryState::for_each_combination_mut
+
+use std::marker::PhantomData;
+
+use folio_archetype::{Entity, World};
+
+use crate::fetch::{QueryData, QueryFilter, ReadOnlyQueryData};
+use crate::state::{Matches, get_in};
+
+/// The `K`-combinations of a list of entities, as index tuples in lexicographic order:
+/// `[0, 1], [0, 2], .., [1, 2], ..` for `K = 2`.
+pub(crate) struct Combinations<const K: usize> {
+    entities: Vec<Entity>,
+    /// The next combination's indices, strictly increasing; `None` once all were given.
+    next: Option<[usize; K]>,
+}
+
+impl<const K: usize> Combinations<K> {
+    /// The combinations of `entities` (none if there are fewer than `K`).
+    pub(crate) fn new(entities: Vec<Entity>) -> Self {
+        const { assert!(K > 0, "a combination has at least one entity") };
+        let next = (entities.len() >= K).then(|| std::array::from_fn(|i| i));
+        Self { entities, next }
+    }
+
+    /// The entities of every matching archetype that pass the query's filter, in archetype
+    /// order.
+    ///
+    /// # Safety
+    /// - As for `get_in` of `D::ReadOnly` (the items made here are dropped at once).
+    pub(crate) unsafe fn of_query<D: QueryData, F: QueryFilter>(
+        world: &World,
+        data: &D::State,
+        filter: &F::State,
+        matches: &Matches,
+        last_run: u32,
+        this_run: u32,
+    ) -> Self {
+        let mut entities = Vec::new();
+        for &id in matches.archetypes() {
+            for entry in world.archetype_entities(id).iter() {
+                // SAFETY: read-only, forwarded from the caller; the item is dropped at once.
+                let item = unsafe {
+                    get_in::<D::ReadOnly, F>(
+                        world,
+                        data,
+                        filter,
+                        matches,
+                        entry.entity,
+                        last_run,
+                        this_run,
+                    )
+                };
+                if item.is_ok() {
+                    entities.push(entry.entity);
+                }
+            }
+        }
+        Self::new(entities)
+    }
+
+    /// The next combination's entities.
+    pub(crate) fn next(&mut self) -> Option<[Entity; K]> {
+        let current = self.next?;
+        let n = self.entities.len();
+        // Advance: the rightmost index that can still move moves by one, and the ones after
+        // it follow right behind it.
+        self.next = (0..K).rev().find(|&i| current[i] < n - K + i).map(|i| {
+            let mut next = current;
+            next[i] += 1;
+            for j in i + 1..K {
+                next[j] = next[j - 1] + 1;
+            }
+            next
+        });
+        Some(current.map(|i| self.entities[i]))
+    }
+
+    /// How many combinations are left (saturating at `usize::MAX`).
+    pub(crate) fn remaining(&self) -> usize {
+        let Some(current) = self.next else { return 0 };
+        // Combinations strictly after `current` in lexicographic order, plus `current`: for
+        // each position, the combinations that agree before it and are larger at it.
+        let n = self.entities.len();
+        let mut count: usize = 1;
+        for (i, &c) in current.iter().enumerate() {
+            for larger in c + 1..n {
+                count = count.saturating_add(binomial(n - larger - 1, K - i - 1));
+            }
+        }
+        count
+    }
+}
+
+/// `n` choose `k`, saturating.
+fn binomial(n: usize, k: usize) -> usize {
+    if k > n {
+        return 0;
+    }
+    let k = k.min(n - k);
+    let mut result: usize = 1;
+    for i in 0..k {
+        // Exact at each step: the product of `i + 1` consecutive integers is divisible by
+        // `(i + 1)!`.
+        match result.checked_mul(n - i) {
+            Some(product) => result = product / (i + 1),
+            None => return usize::MAX,
+        }
+    }
+    result
+}
+
+/// The read-only items of every `K` distinct matching entities
+/// ([`QueryState::iter_combinations`](crate::QueryState::iter_combinations)).
+pub struct QueryCombinationIter<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> {
+    world: &'w World,
+    data: &'s D::State,
+    filter: &'s F::State,
+    matches: &'s Matches,
+    last_run: u32,
+    this_run: u32,
+    combinations: Combinations<K>,
+    _marker: PhantomData<fn() -> (D, F)>,
+}
+
+impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, const K: usize>
+    QueryCombinationIter<'w, 's, D, F, K>
+{
+    /// # Safety
+    /// - The caller may read everything `D` and `F` read in `world` for `'w`, and `matches`
+    ///   is up to date for `world`.
+    pub(crate) unsafe fn new(
+        world: &'w World,
+        data: &'s D::State,
+        filter: &'s F::State,
+        matches: &'s Matches,
+        last_run: u32,
+        this_run: u32,
+    ) -> Self {
+        // SAFETY: forwarded from the caller.
+        let combinations = unsafe {
+            Combinations::of_query::<D, F>(world, data, filter, matches, last_run, this_run)
+        };
+        Self {
+            world,
+            data,
+            filter,
+            matches,
+            last_run,
+            this_run,
+            combinations,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<'w, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> Iterator
+    for QueryCombinationIter<'w, '_, D, F, K>
+{
+    type Item = [D::Item<'w>; K];
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entities = self.combinations.next()?;
+        Some(entities.map(|e| {
+            // SAFETY: read-only items may alias; the caller of `new` holds the reads for
+            // `'w`. Each entity matched when the list was made, and nothing can change the
+            // world while `'w` borrows it.
+            unsafe {
+                get_in::<D, F>(
+                    self.world,
+                    self.data,
+                    self.filter,
+                    self.matches,
+                    e,
+                    self.last_run,
+                    self.this_run,
+                )
+            }
+            .expect("matched when the combinations were listed")
+        }))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.combinations.remaining();
+        (n, (n < usize::MAX).then_some(n))
+    }
+}
+
+/// Runs `f` on the mutable items of every `K` distinct matching entities, one combination at
+/// a time.
+///
+/// # Safety
+/// - The caller may read and write everything `D` and `F` touch in `world` for the call, no
+///   other item of the query is alive, and `matches` is up to date for `world`.
+pub(crate) unsafe fn for_each_combination<D: QueryData, F: QueryFilter, const K: usize>(
+    world: &World,
+    data: &D::State,
+    filter: &F::State,
+    matches: &Matches,
+    last_run: u32,
+    this_run: u32,
+    mut f: impl FnMut([D::Item<'_>; K]),
+) {
+    // SAFETY: forwarded from the caller.
+    let mut combinations = unsafe {
+        Combinations::<K>::of_query::<D, F>(world, data, filter, matches, last_run, this_run)
+    };
+    while let Some(entities) = combinations.next() {
+        let items = entities.map(|e| {
+            // SAFETY:
+            // - a combination's entities are distinct (strictly increasing indices into a list
+            //   with each entity once), so its items never alias one another; the caller holds
+            //   the access.
+            // - `f` takes the items for a lifetime of its own call only (it is generic over
+            //   it), so they are gone before the next combination's, which may share entities,
+            //   exist.
+            unsafe { get_in::<D, F>(world, data, filter, matches, e, last_run, this_run) }
+                .expect("matched when the combinations were listed")
+        });
+        f(items);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all<const K: usize>(n: usize) -> Vec<[u32; K]> {
+        let entities = (0..n as u64).map(|i| Entity::from_bits(1 << 32 | i).unwrap()).collect();
+        let mut c = Combinations::<K>::new(entities);
+        let mut out = Vec::new();
+        let mut left = c.remaining();
+        while let Some(es) = c.next() {
+            out.push(es.map(|e| e.index()));
+            left -= 1;
+            assert_eq!(c.remaining(), left);
+        }
+        assert_eq!(left, 0);
+        out
+    }
+
+    #[test]
+    fn combinations_come_once_each_in_lexicographic_order() {
+        assert_eq!(all::<2>(4), [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]);
+        assert_eq!(all::<3>(4), [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]);
+        assert_eq!(all::<1>(3), [[0], [1], [2]]);
+        assert_eq!(all::<3>(2), Vec::<[u32; 3]>::new());
+        assert_eq!(all::<2>(0), Vec::<[u32; 2]>::new());
+        assert_eq!(all::<4>(4), [[0, 1, 2, 3]]);
+        assert_eq!(all::<3>(10).len(), 120);
+    }
+
+    #[test]
+    fn binomials() {
+        assert_eq!(binomial(10, 3), 120);
+        assert_eq!(binomial(5, 0), 1);
+        assert_eq!(binomial(3, 5), 0);
+        assert_eq!(binomial(200, 100), usize::MAX, "saturates");
+    }
+}
