@@ -1173,3 +1173,31 @@ fn an_event_queue_removed_after_initialization_is_an_error_that_names_it() {
     world.insert_resource(Events::<Shout>::default());
     schedule.run(&mut world).unwrap();
 }
+
+#[test]
+fn a_system_walks_pairs_of_its_query() {
+    fn attract(mut bodies: Query<(Entity, &mut A)>, mut pairs: ResMut<Vec<[Entity; 2]>>) {
+        assert_eq!(bodies.iter_combinations::<2>().count(), 3);
+        bodies.for_each_combination_mut::<2>(|[(a, mut x), (b, mut y)]| {
+            pairs.push([a, b]);
+            x.0 += 1;
+            y.0 += 1;
+        });
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<[Entity; 2]>::new());
+    let es: Vec<Entity> = (0..3).map(|_| world.spawn((A(0),))).collect();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(attract);
+    schedule.run(&mut world).unwrap();
+    let mut pairs = world.resource::<Vec<[Entity; 2]>>().unwrap().clone();
+    for p in &mut pairs {
+        p.sort();
+    }
+    pairs.sort();
+    assert_eq!(pairs, [[es[0], es[1]], [es[0], es[2]], [es[1], es[2]]]);
+    // Each body is in two of the three pairs.
+    for e in es {
+        assert_eq!(world.get::<A>(e), Some(&A(2)));
+    }
+}
