@@ -49,6 +49,7 @@ mod data;
 mod fetch;
 mod filter;
 mod iter;
+mod many;
 mod par;
 mod state;
 mod terms;
@@ -64,6 +65,7 @@ pub use fetch::{
 pub use filter::{Added, Changed, Or, OrFetch, TickFetch, With, Without};
 pub use folio_archetype::*;
 pub use iter::QueryIter;
+pub use many::QueryManyIter;
 pub use par::{MIN_BATCH, QueryParIter};
 pub use state::{IterMode, Matches, QueryState, with_system_tick};
 pub use terms::{Has, HasFetch, Ref, RefFetch};

@@ -10,6 +10,7 @@ use crate::access::{FilteredAccess, QueryError};
 use crate::combinations::{QueryCombinationIter, for_each_combination};
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary};
 use crate::iter::QueryIter;
+use crate::many::QueryManyIter;
 use crate::par::QueryParIter;
 
 thread_local! {
@@ -651,6 +652,56 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
                 entities,
                 last_run,
                 this_run,
+            )
+        }
+    }
+
+    /// The read-only items of the entities `entities` yields, in its order, skipping those the
+    /// query does not match (despawned, lacking a component, filtered out): for lists of
+    /// entities kept in components. A lookup per entity; not a run (ticks as for `get`).
+    pub fn iter_many<'w, 's, I: IntoIterator<Item = Entity>>(
+        &'s mut self,
+        world: &'w World,
+        entities: I,
+    ) -> QueryManyIter<'w, 's, D::ReadOnly, F, I::IntoIter> {
+        self.update_archetypes(world);
+        let (last_run, this_run) = self.peek_ticks(world);
+        // SAFETY: read-only through `&World`; the state is up to date.
+        unsafe {
+            QueryManyIter::new(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+                entities.into_iter(),
+            )
+        }
+    }
+
+    /// [`Self::iter_many`] with the caller vouching for access and ticks: what a system's
+    /// `Query` calls.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_readonly_unchecked`].
+    pub unsafe fn iter_many_unchecked<'w, 's, I: IntoIterator<Item = Entity>>(
+        &'s self,
+        world: &'w World,
+        entities: I,
+        last_run: u32,
+        this_run: u32,
+    ) -> QueryManyIter<'w, 's, D::ReadOnly, F, I::IntoIter> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            QueryManyIter::new(
+                world,
+                &self.data,
+                &self.filter,
+                &self.matches,
+                last_run,
+                this_run,
+                entities.into_iter(),
             )
         }
     }

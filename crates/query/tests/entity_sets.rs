@@ -139,3 +139,29 @@ fn a_pair_can_write_both_of_its_members() {
     );
     assert_eq!(triples, 1, "three frozen bodies");
 }
+
+#[test]
+fn iter_many_yields_the_listed_entities_that_match_in_list_order() {
+    let (mut world, all) = world();
+    let gone = all[4];
+    world.despawn(gone).unwrap();
+    let list = [all[3], all[0], gone, all[2], all[3], all[1]];
+    // All have Mass: every live one, repeats included, in the list's order.
+    let mut masses = world.query::<(Entity, &Mass)>();
+    let got: Vec<Entity> = masses.iter_many(&world, list).map(|(e, _)| e).collect();
+    assert_eq!(got, [all[3], all[0], all[2], all[3], all[1]]);
+    // A filter drops the others: Planet is on i % 4 in {2, 3}.
+    let mut planets = world.query_filtered::<&Mass, With<Planet>>();
+    let got: Vec<f32> = planets.iter_many(&world, list).map(|m| m.0).collect();
+    assert_eq!(got, [3.0, 2.0, 3.0]);
+    // A sparse-set component, looked up per entity (Frozen is on i % 4 == 1).
+    let mut frozen = world.query::<(Entity, &Frozen)>();
+    let got: Vec<Entity> = frozen.iter_many(&world, list).map(|(e, _)| e).collect();
+    assert_eq!(got, [all[1]]);
+    // Not a run: a change filter answers as `get` does.
+    let mut changed = world.query_filtered::<Entity, Changed<Mass>>();
+    assert_eq!(changed.iter_many(&world, list).count(), 5, "never ran: all changed");
+    assert_eq!(changed.iter_many(&world, list).count(), 5, "still never ran");
+    changed.iter(&world).count();
+    assert_eq!(changed.iter_many(&world, list).count(), 0);
+}

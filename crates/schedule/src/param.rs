@@ -16,8 +16,8 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use folio_query::{
-    Entity, QueryCombinationIter, QueryData, QueryError, QueryFilter, QueryIter, QueryParIter,
-    QueryState, ReadOnlyQueryData, ResourceTicks, TypeKey, World,
+    Entity, QueryCombinationIter, QueryData, QueryError, QueryFilter, QueryIter, QueryManyIter,
+    QueryParIter, QueryState, ReadOnlyQueryData, ResourceTicks, TypeKey, World,
 };
 
 use crate::access::SystemAccess;
@@ -195,6 +195,18 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
     ) -> Result<[D::Item<'_>; N], QueryError> {
         // SAFETY: as in `iter_mut`; the entities are checked to be distinct.
         unsafe { self.state.get_many_unchecked(self.world, entities, self.last_run, self.this_run) }
+    }
+
+    /// The read-only items of the entities `entities` yields, in its order, skipping those the
+    /// query does not match (despawned, lacking a component, filtered out).
+    pub fn iter_many<I: IntoIterator<Item = Entity>>(
+        &self,
+        entities: I,
+    ) -> QueryManyIter<'_, 's, D::ReadOnly, F, I::IntoIter> {
+        // SAFETY: as in `iter`.
+        unsafe {
+            self.state.iter_many_unchecked(self.world, entities, self.last_run, self.this_run)
+        }
     }
 
     /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`
