@@ -98,8 +98,10 @@ impl Removals {
         }
     }
 
-    /// Starts tracking the pending types registered by now. Called before an archetype is
-    /// made, so no entity has a component of a pending type.
+    /// Starts tracking the pending types registered by now. Called right after every
+    /// registration (`World::register_component`, a new bundle), so a tracked type has its log
+    /// as soon as it is registered, and before an archetype is made, so no entity can have a
+    /// component of a pending type.
     #[inline]
     pub(crate) fn resolve_pending(&mut self, components: &Components) {
         if self.pending.is_empty() {

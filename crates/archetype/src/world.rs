@@ -212,7 +212,9 @@ impl World {
         &mut self,
         storage: StorageType,
     ) -> Result<ComponentId, ComponentError> {
-        self.components.register_with::<T>(storage)
+        let id = self.components.register_with::<T>(storage)?;
+        self.removals.resolve_pending(&self.components);
+        Ok(id)
     }
 
     #[inline]
@@ -227,8 +229,10 @@ impl World {
         let b = match self.bundle_index.get(&TypeId::of::<B>()) {
             Some(&b) => b,
             None => {
-                let info = BundleInfo::new::<B>(&mut self.components)?;
-                self.bundles.push(info);
+                let info = BundleInfo::new::<B>(&mut self.components);
+                // Also on error: a bundle that repeats a type registers the types before it.
+                self.removals.resolve_pending(&self.components);
+                self.bundles.push(info?);
                 self.bundle_index.insert(TypeId::of::<B>(), self.bundles.len() - 1);
                 self.bundles.len() - 1
             }
@@ -314,7 +318,8 @@ impl World {
             return id;
         }
         // A component tracked before it was registered is registered by now, if an entity
-        // can have it.
+        // can have it (resolved at its registration already; this keeps it so whatever
+        // registers it).
         self.removals.resolve_pending(&self.components);
         let (mut table_ids, mut sparse) = (ComponentIds::new(), ComponentIds::new());
         for &c in &components {

@@ -163,3 +163,18 @@ fn a_despawn_whose_drop_panics_is_still_logged() {
     assert_eq!(removed::<Bomb>(&world), [e]);
     assert_eq!(removed::<Pos>(&world), [e]);
 }
+
+#[test]
+fn a_type_tracked_before_registration_has_a_log_once_registered() {
+    // By hand.
+    let mut world = World::new();
+    world.track_removals::<Stun>();
+    world.register_component::<Stun>(StorageType::SparseSet).unwrap();
+    assert!(world.removed_log::<Stun>().is_some(), "tracked and registered");
+    // Through a bundle, with no archetype made for it (the entity lacks it).
+    world.track_removals::<Vel>();
+    let e = world.spawn((Pos(0.0),));
+    assert!(world.try_remove::<(Vel,)>(e).is_err());
+    assert!(world.components().id::<Vel>().is_some(), "the bundle registered it");
+    assert!(world.removed_log::<Vel>().is_some(), "tracked and registered");
+}
