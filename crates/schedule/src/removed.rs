@@ -16,6 +16,11 @@ use crate::param::{SystemMeta, SystemParam};
 /// schedule ages the log once per run, as it does events. Removals are logged from the first
 /// time a system with this parameter is initialized on the world.
 ///
+/// Every schedule with a reader of `T` ages `T`'s log when it runs (and so does
+/// [`World::update_removals`]): with several schedules per frame, read a type's removals in one
+/// of them, or a removal can age out before a reader in another one (or in the same one, ordered
+/// before the change) sees it; [`RemovedComponents::missed`] counts those.
+///
 /// ```
 /// use folio_schedule::prelude::*;
 ///
@@ -194,6 +199,38 @@ mod tests {
         schedule.run(&mut world).unwrap();
         assert_eq!(*seen.lock().unwrap(), vec![vec![], vec![e], vec![]]);
         assert!(world.contains(e), "removing a component is not a despawn");
+    }
+
+    #[test]
+    fn each_schedule_with_a_reader_ages_the_log() {
+        // As documented: two schedules reading `Body` each age its log once per run, so a
+        // reader ordered before the despawn in the first never sees it.
+        let mut world = World::new();
+        let (early, other): (Seen, Seen) = Default::default();
+        let missed = Arc::new(Mutex::new(0));
+        let (s, m) = (early.clone(), missed.clone());
+        let mut first = Schedule::new();
+        first.add_systems(
+            (
+                move |mut removed: RemovedComponents<Body>| {
+                    s.lock().unwrap().push(removed.read().collect());
+                    *m.lock().unwrap() = removed.missed();
+                },
+                despawn_doomed,
+            )
+                .chain(),
+        );
+        let mut second = Schedule::new();
+        second.add_systems(reader(&other));
+        second.initialize(&mut world).unwrap(); // its reader exists before the despawn
+        let e = world.spawn((Body(1), Doomed));
+        for _ in 0..2 {
+            first.run(&mut world).unwrap();
+            second.run(&mut world).unwrap();
+        }
+        assert_eq!(*other.lock().unwrap(), vec![vec![e], vec![]]);
+        assert_eq!(*early.lock().unwrap(), vec![vec![], vec![]]);
+        assert_eq!(*missed.lock().unwrap(), 1);
     }
 
     #[test]
