@@ -7,12 +7,10 @@
 //! [`QueryState::iter_combinations`]: crate::QueryState::iter_combinations
 //! [`QueryState::for_each_combination_mut`]: crate::QueryState::for_each_combination_mut
 
-use std::marker::PhantomData;
-
-use folio_archetype::{Entity, World};
+use folio_archetype::Entity;
 
 use crate::fetch::{QueryData, QueryFilter, ReadOnlyQueryData};
-use crate::state::{Matches, get_in};
+use crate::state::Lookup;
 
 /// The `K`-combinations of a list of entities, as index tuples in lexicographic order:
 /// `[0, 1], [0, 2], .., [1, 2], ..` for `K = 2`.
@@ -32,36 +30,11 @@ impl<const K: usize> Combinations<K> {
 
     /// The entities of every matching archetype that pass the query's filter, in archetype
     /// order.
-    ///
-    /// # Safety
-    /// - As for `get_in` of `D::ReadOnly` (the items made here are dropped at once).
-    pub(crate) unsafe fn of_query<D: QueryData, F: QueryFilter>(
-        world: &World,
-        data: &D::State,
-        filter: &F::State,
-        matches: &Matches,
-        last_run: u32,
-        this_run: u32,
-    ) -> Self {
+    pub(crate) fn of_query<D: QueryData, F: QueryFilter>(lookup: &Lookup<'_, '_, D, F>) -> Self {
         let mut entities = Vec::new();
-        for &id in matches.archetypes() {
-            for entry in world.archetype_entities(id).iter() {
-                // SAFETY: read-only, forwarded from the caller; the item is dropped at once.
-                let item = unsafe {
-                    get_in::<D::ReadOnly, F>(
-                        world,
-                        data,
-                        filter,
-                        matches,
-                        entry.entity,
-                        last_run,
-                        this_run,
-                    )
-                };
-                if item.is_ok() {
-                    entities.push(entry.entity);
-                }
-            }
+        for &id in lookup.matches.archetypes() {
+            let listed = lookup.world.archetype_entities(id);
+            entities.extend(listed.iter().map(|e| e.entity).filter(|&e| lookup.matches(e)));
         }
         Self::new(entities)
     }
@@ -120,44 +93,16 @@ fn binomial(n: usize, k: usize) -> usize {
 /// The read-only items of every `K` distinct matching entities
 /// ([`QueryState::iter_combinations`](crate::QueryState::iter_combinations)).
 pub struct QueryCombinationIter<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> {
-    world: &'w World,
-    data: &'s D::State,
-    filter: &'s F::State,
-    matches: &'s Matches,
-    last_run: u32,
-    this_run: u32,
+    lookup: Lookup<'w, 's, D, F>,
     combinations: Combinations<K>,
-    _marker: PhantomData<fn() -> (D, F)>,
 }
 
 impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, const K: usize>
     QueryCombinationIter<'w, 's, D, F, K>
 {
-    /// # Safety
-    /// - The caller may read everything `D` and `F` read in `world` for `'w`, and `matches`
-    ///   is up to date for `world`.
-    pub(crate) unsafe fn new(
-        world: &'w World,
-        data: &'s D::State,
-        filter: &'s F::State,
-        matches: &'s Matches,
-        last_run: u32,
-        this_run: u32,
-    ) -> Self {
-        // SAFETY: forwarded from the caller.
-        let combinations = unsafe {
-            Combinations::of_query::<D, F>(world, data, filter, matches, last_run, this_run)
-        };
-        Self {
-            world,
-            data,
-            filter,
-            matches,
-            last_run,
-            this_run,
-            combinations,
-            _marker: PhantomData,
-        }
+    pub(crate) fn new(lookup: Lookup<'w, 's, D, F>) -> Self {
+        let combinations = Combinations::of_query(&lookup);
+        Self { lookup, combinations }
     }
 }
 
@@ -169,21 +114,10 @@ impl<'w, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> Iterator
     fn next(&mut self) -> Option<Self::Item> {
         let entities = self.combinations.next()?;
         Some(entities.map(|e| {
-            // SAFETY: read-only items may alias; the caller of `new` holds the reads for
-            // `'w`. Each entity matched when the list was made, and nothing can change the
-            // world while `'w` borrows it.
-            unsafe {
-                get_in::<D, F>(
-                    self.world,
-                    self.data,
-                    self.filter,
-                    self.matches,
-                    e,
-                    self.last_run,
-                    self.this_run,
-                )
-            }
-            .expect("matched when the combinations were listed")
+            // SAFETY: read-only items may alias; the lookup's maker holds the reads for `'w`.
+            // Each entity matched when the list was made, and nothing can change the world
+            // while `'w` borrows it.
+            unsafe { self.lookup.get(e) }.expect("matched when the combinations were listed")
         }))
     }
 
@@ -197,21 +131,13 @@ impl<'w, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> Iterator
 /// a time.
 ///
 /// # Safety
-/// - The caller may read and write everything `D` and `F` touch in `world` for the call, no
-///   other item of the query is alive, and `matches` is up to date for `world`.
+/// - The lookup's maker may read and write everything `D` and `F` touch for the call, and no
+///   other item of the query is alive.
 pub(crate) unsafe fn for_each_combination<D: QueryData, F: QueryFilter, const K: usize>(
-    world: &World,
-    data: &D::State,
-    filter: &F::State,
-    matches: &Matches,
-    last_run: u32,
-    this_run: u32,
+    lookup: Lookup<'_, '_, D, F>,
     mut f: impl FnMut([D::Item<'_>; K]),
 ) {
-    // SAFETY: forwarded from the caller.
-    let mut combinations = unsafe {
-        Combinations::<K>::of_query::<D, F>(world, data, filter, matches, last_run, this_run)
-    };
+    let mut combinations = Combinations::<K>::of_query(&lookup);
     while let Some(entities) = combinations.next() {
         let items = entities.map(|e| {
             // SAFETY:
@@ -221,8 +147,7 @@ pub(crate) unsafe fn for_each_combination<D: QueryData, F: QueryFilter, const K:
             // - `f` takes the items for a lifetime of its own call only (it is generic over
             //   it), so they are gone before the next combination's, which may share entities,
             //   exist.
-            unsafe { get_in::<D, F>(world, data, filter, matches, e, last_run, this_run) }
-                .expect("matched when the combinations were listed")
+            unsafe { lookup.get(e) }.expect("matched when the combinations were listed")
         });
         f(items);
     }

@@ -667,17 +667,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         self.update_archetypes(world);
         let (last_run, this_run) = self.peek_ticks(world);
         // SAFETY: read-only through `&World`; the state is up to date.
-        unsafe {
-            QueryManyIter::new(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-                entities.into_iter(),
-            )
-        }
+        unsafe { self.iter_many_unchecked(world, entities, last_run, this_run) }
     }
 
     /// [`Self::iter_many`] with the caller vouching for access and ticks: what a system's
@@ -693,17 +683,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         this_run: u32,
     ) -> QueryManyIter<'w, 's, D::ReadOnly, F, I::IntoIter> {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            QueryManyIter::new(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-                entities.into_iter(),
-            )
-        }
+        unsafe { QueryManyIter::new(Lookup::new(self, world, (last_run, this_run)), entities) }
     }
 
     /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`
@@ -717,16 +697,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         self.update_archetypes(world);
         let (last_run, this_run) = self.begin_run(world);
         // SAFETY: read-only through `&World`; the state is up to date.
-        unsafe {
-            QueryCombinationIter::new(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-            )
-        }
+        unsafe { self.iter_combinations_unchecked(world, last_run, this_run) }
     }
 
     /// Runs `f` on the mutable items of every `K` distinct matching entities, each set once,
@@ -741,17 +712,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         let world = &*world;
         self.update_archetypes(world);
         // SAFETY: `&mut World` gives exclusive access; the state is up to date.
-        unsafe {
-            for_each_combination::<D, F, K>(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-                f,
-            );
-        }
+        unsafe { self.for_each_combination_unchecked(world, last_run, this_run, f) }
     }
 
     /// [`Self::iter_combinations`] with the caller vouching for access and ticks: what a
@@ -766,16 +727,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         this_run: u32,
     ) -> QueryCombinationIter<'w, 's, D::ReadOnly, F, K> {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            QueryCombinationIter::new(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-            )
-        }
+        unsafe { QueryCombinationIter::new(Lookup::new(self, world, (last_run, this_run))) }
     }
 
     /// [`Self::for_each_combination_mut`] with the caller vouching for access and ticks.
@@ -791,15 +743,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            for_each_combination::<D, F, K>(
-                world,
-                &self.data,
-                &self.filter,
-                &self.matches,
-                last_run,
-                this_run,
-                f,
-            );
+            for_each_combination::<D, F, K>(Lookup::new(self, world, (last_run, this_run)), f)
         }
     }
 
@@ -910,6 +854,77 @@ fn single_of<I: Iterator>(mut iter: I) -> Result<I::Item, QueryError> {
     Ok(first)
 }
 
+/// What looking an entity up in a query needs, for one world and one pair of ticks: the
+/// entity-list iterators (`iter_many`, `iter_combinations`) keep one.
+pub(crate) struct Lookup<'w, 's, D: QueryData, F: QueryFilter> {
+    pub(crate) world: &'w World,
+    data: &'s D::State,
+    filter: &'s F::State,
+    pub(crate) matches: &'s Matches,
+    last_run: u32,
+    this_run: u32,
+}
+
+impl<'w, 's, D: QueryData, F: QueryFilter> Lookup<'w, 's, D, F> {
+    /// A lookup of `D` (the state's own data, or its read-only form) in `state`'s matches.
+    ///
+    /// # Safety
+    /// - `state` is up to date for `world`; the caller holds, for `'w`, the access that the
+    ///   items later made through [`Lookup::get`] need.
+    pub(crate) unsafe fn new<S: QueryData<State = D::State>>(
+        state: &'s QueryState<S, F>,
+        world: &'w World,
+        ticks: (u32, u32),
+    ) -> Self {
+        let (last_run, this_run) = ticks;
+        Self {
+            world,
+            data: &state.data,
+            filter: &state.filter,
+            matches: &state.matches,
+            last_run,
+            this_run,
+        }
+    }
+
+    /// Whether `entity` matches (an item read and dropped at once).
+    pub(crate) fn matches(&self, entity: Entity) -> bool {
+        // SAFETY: a read-only item, dropped before this returns; `new`'s caller holds at
+        // least the reads.
+        unsafe { self.get_as::<D::ReadOnly>(entity) }.is_ok()
+    }
+
+    /// `entity`'s items.
+    ///
+    /// # Safety
+    /// - As for `get_in`: no other live item of this query is for `entity` unless `D` is
+    ///   read-only.
+    pub(crate) unsafe fn get(&self, entity: Entity) -> Result<D::Item<'w>, QueryError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.get_as::<D>(entity) }
+    }
+
+    /// # Safety
+    /// - As for [`Lookup::get`], for data `Q`.
+    unsafe fn get_as<Q: QueryData<State = D::State>>(
+        &self,
+        entity: Entity,
+    ) -> Result<Q::Item<'w>, QueryError> {
+        // SAFETY: forwarded from the caller; `new`'s caller keeps `matches` up to date.
+        unsafe {
+            get_in::<Q, F>(
+                self.world,
+                self.data,
+                self.filter,
+                self.matches,
+                entity,
+                self.last_run,
+                self.this_run,
+            )
+        }
+    }
+}
+
 /// `entity`'s item, if it matches.
 ///
 /// # Safety
@@ -917,7 +932,7 @@ fn single_of<I: Iterator>(mut iter: I) -> Result<I::Item, QueryError> {
 ///   matched, and a term that was unresolved then cannot name a component of an older
 ///   archetype); the caller holds the access `D` and `F` need for
 ///   `'w`, and no other live item of `D` is for `entity`.
-pub(crate) unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
+unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
     world: &'w World,
     data: &D::State,
     filter: &F::State,
