@@ -1,9 +1,16 @@
 //! Events: [`Events<E>`] is a double-buffered queue kept as a resource; [`EventWriter`] sends,
 //! [`EventReader`] reads with its own cursor. An event can be read during the schedule run it
-//! was sent in and the next one; the schedule ages every event type its systems (and run
-//! conditions) use once per run, after the systems and commands. Each schedule that uses an
-//! event type ages it: with several schedules per frame, let one of them own each type (or age
-//! it yourself with [`Events::update`]).
+//! was sent in and the next one; by default a schedule ages every event type its systems (and
+//! run conditions) use once per run, after the systems and commands.
+//!
+//! With several schedules per frame, each would age the types it uses, so an event sent in a
+//! fixed-step schedule that runs three times a frame would be gone before the frame's other
+//! schedule read it. [`Schedule::set_event_aging`](crate::Schedule::set_event_aging) chooses
+//! per schedule ([`EventAging`]): the frame's main schedule ages every event type of the world
+//! ([`EventAging::All`]), the others age nothing ([`EventAging::Never`]), and an event lives
+//! two frames whatever runs in between. The world keeps a registry of every event queue and
+//! removal log a system parameter has been initialized for; [`age_all_events`] ages them all
+//! by hand (a game loop without a main schedule). [`Events::update`] ages one queue.
 //!
 //! Sending through an [`EventWriter`] marks the `Events<E>` resource changed at the sending
 //! system's tick, as a write through `ResMut` does, and aging does not: so
@@ -11,11 +18,12 @@
 //! the condition last looked".
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use folio_query::{ResourceTicks, TypeKey, World};
 
 use crate::error::ScheduleError;
-use crate::param::{SystemMeta, SystemParam, resource_ptrs};
+use crate::param::{EventUpdater, SystemMeta, SystemParam, resource_ptrs};
 
 /// The queue of events of type `E`.
 pub struct Events<E> {
@@ -182,7 +190,77 @@ fn init_events<E: Send + Sync + 'static>(world: &mut World, meta: &mut SystemMet
     if !world.contains_resource::<Events<E>>() {
         world.insert_resource(Events::<E>::default());
     }
-    meta.event_updaters.push((std::any::TypeId::of::<Events<E>>(), Events::<E>::update_in));
+    add_updater(world, meta, (std::any::TypeId::of::<Events<E>>(), Events::<E>::update_in));
+}
+
+/// Which event queues (and removal logs, see
+/// [`RemovedComponents`](crate::RemovedComponents)) a schedule ages at the end of each run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EventAging {
+    /// The ones its systems and run conditions use: right for a world with one schedule.
+    #[default]
+    Used,
+    /// Every one registered in the world ([`age_all_events`]), each once, whether this
+    /// schedule uses it or not: for the schedule that runs once per frame when others run
+    /// more or less often.
+    All,
+    /// None: for a schedule that runs several times a frame, or not at all in some, while
+    /// another schedule (or [`age_all_events`]) ages the events it uses once per frame.
+    Never,
+}
+
+/// The world's registry of agers: one per event queue and removal log that a system parameter
+/// (or a schedule, for its systems' parameters) has been initialized for. Append-only; each
+/// type once.
+pub(crate) struct EventRegistry {
+    updaters: Vec<EventUpdater>,
+    /// Tells a schedule's copy of `updaters` apart from a newer list: taken from
+    /// [`NEXT_REGISTRY_VERSION`] whenever the list grows (a world's registry, removed and made
+    /// again, never repeats a version).
+    version: u64,
+}
+
+static NEXT_REGISTRY_VERSION: AtomicU64 = AtomicU64::new(1);
+
+impl EventRegistry {
+    /// The registered agers and the list's version.
+    pub(crate) fn updaters(&self) -> (&[EventUpdater], u64) {
+        (&self.updaters, self.version)
+    }
+}
+
+/// Registers `updater` in `world`'s registry (once per type).
+pub(crate) fn register_updater(world: &mut World, updater: EventUpdater) {
+    let registry = match world.resource_mut::<EventRegistry>() {
+        Some(registry) => registry,
+        None => {
+            world.insert_resource(EventRegistry { updaters: Vec::new(), version: 0 });
+            world.resource_mut::<EventRegistry>().expect("inserted above")
+        }
+    };
+    if registry.updaters.iter().all(|(id, _)| *id != updater.0) {
+        registry.updaters.push(updater);
+        registry.version = NEXT_REGISTRY_VERSION.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Adds `updater` to a system's agers and to `world`'s registry.
+pub(crate) fn add_updater(world: &mut World, meta: &mut SystemMeta, updater: EventUpdater) {
+    meta.event_updaters.push(updater);
+    register_updater(world, updater);
+}
+
+/// Ages every event queue and removal log registered in `world` (see [`EventAging::All`]), each
+/// once: what a game loop without a main schedule calls once per frame. A queue that is no
+/// longer in the world is skipped.
+pub fn age_all_events(world: &mut World) {
+    let mut i = 0;
+    while let Some(&(_, update)) =
+        world.resource::<EventRegistry>().and_then(|registry| registry.updaters.get(i))
+    {
+        update(world);
+        i += 1;
+    }
 }
 
 // SAFETY: records a read of the `Events<E>` resource, the only thing it reads; the cursor is

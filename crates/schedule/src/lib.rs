@@ -75,7 +75,7 @@ pub use config::{
     SystemConfigs,
 };
 pub use error::ScheduleError;
-pub use event::{EventCursor, EventReader, EventWriter, Events};
+pub use event::{EventAging, EventCursor, EventReader, EventWriter, Events, age_all_events};
 pub use folio_query::*;
 pub use param::{
     EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
@@ -90,11 +90,11 @@ pub use system::{
 /// Everything a game needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        Added, ApplyDeferred, Changed, Commands, Entity, EventReader, EventWriter, Events, Has,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref,
+        Added, ApplyDeferred, Changed, Commands, Entity, EventAging, EventReader, EventWriter,
+        Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref,
         RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With, Without, World,
-        WorldQueryExt, any_with_component, not, on_event, resource_added, resource_changed,
-        resource_exists, resource_removed, run_once,
+        WorldQueryExt, age_all_events, any_with_component, not, on_event, resource_added,
+        resource_changed, resource_exists, resource_removed, run_once,
     };
 }
 

@@ -16,10 +16,11 @@ use crate::param::{SystemMeta, SystemParam};
 /// schedule ages the log once per run, as it does events. Removals are logged from the first
 /// time a system with this parameter is initialized on the world.
 ///
-/// Every schedule with a reader of `T` ages `T`'s log when it runs (and so does
-/// [`World::update_removals`]): with several schedules per frame, read a type's removals in one
-/// of them, or a removal can age out before a reader in another one (or in the same one, ordered
-/// before the change) sees it; [`RemovedComponents::missed`] counts those.
+/// By default every schedule with a reader of `T` ages `T`'s log when it runs (and so does
+/// [`World::update_removals`]): with several schedules per frame, let the one that runs once a
+/// frame age every log and the others none ([`Schedule::set_event_aging`](crate::Schedule::set_event_aging)),
+/// or a removal can age out before a reader in another one (or in the same one, ordered before
+/// the change) sees it; [`RemovedComponents::missed`] counts those.
 ///
 /// ```
 /// use folio_schedule::prelude::*;
@@ -119,7 +120,7 @@ unsafe impl<T: Component> SystemParam for RemovedComponents<'_, '_, T> {
         meta: &mut SystemMeta,
     ) -> Result<RemovedCursor<T>, ScheduleError> {
         world.track_removals::<T>();
-        meta.event_updaters.push((TypeId::of::<RemovalsOf<T>>(), age_removals::<T>));
+        crate::event::add_updater(world, meta, (TypeId::of::<RemovalsOf<T>>(), age_removals::<T>));
         // Read from the log's present on: what was logged before this system existed (for
         // another reader) is not news to it.
         let next = world.removed_log::<T>().map_or(0, RemovedLog::next_id);

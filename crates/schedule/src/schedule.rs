@@ -16,7 +16,8 @@
 //! The topological order is cut into segments at exclusive systems (`fn(&mut World)`) and sync
 //! points. A segment's systems run on rayon as soon as their predecessors finish; an exclusive
 //! system runs alone between segments. Commands are applied in the topological order at sync
-//! points and at the end of the run; then every event type the systems use is aged.
+//! points and at the end of the run; then the event queues and removal logs are aged (the ones
+//! the systems use, by default; see [`Schedule::set_event_aging`]).
 //!
 //! A segment whose work is less than [`Schedule::set_min_parallel_work`] (40 µs by default)
 //! runs on the calling thread, in topological order: waking a second thread costs more than
@@ -47,8 +48,8 @@
 //!
 //! A command that panics when it is applied throws away the rest of its buffer (entities it
 //! reserved are not left behind); the other buffers are still applied. At a sync point, no
-//! system after it runs, and the run returns the panic. However a run ends, the events its
-//! systems use are aged, so an event lives two runs even across failures.
+//! system after it runs, and the run returns the panic. However a run ends, the events are
+//! aged, so an event lives two runs even across failures.
 //!
 //! # Safety model
 //! During a segment every running system holds a shared `&World` and writes only what its
@@ -71,6 +72,7 @@ use crate::access::SystemAccess;
 use crate::commands::CommandStats;
 use crate::config::{IntoSystemConfigs, Label, SetConfig, SystemConfig};
 use crate::error::ScheduleError;
+use crate::event::{EventAging, EventRegistry, register_updater};
 use crate::param::EventUpdater;
 use crate::pending::Pending;
 use crate::system::{BoxedCondition, BoxedSystem};
@@ -267,7 +269,13 @@ pub struct Schedule {
     sets: AHashMap<&'static str, SetConfig>,
     plan: Option<Plan>,
     world: Option<WorldId>,
+    /// The agers of the event types its systems use, sorted by type and deduplicated.
     event_updaters: Vec<EventUpdater>,
+    /// Which event queues and removal logs a run ages.
+    event_aging: EventAging,
+    /// For [`EventAging::All`]: the world registry's agers (with ours) as of the registry's
+    /// version `.1`, refreshed when the registry grows.
+    world_updaters: (Vec<EventUpdater>, u64),
     stats: CommandStats,
     /// Below this, a segment runs on the calling thread (see the module docs).
     min_parallel_work: Duration,
@@ -303,6 +311,8 @@ impl Default for Schedule {
             plan: None,
             world: None,
             event_updaters: Vec::new(),
+            event_aging: EventAging::Used,
+            world_updaters: (Vec::new(), 0),
             stats: CommandStats::default(),
             min_parallel_work: MIN_PARALLEL_WORK,
             ticks_checked: None,
@@ -328,6 +338,21 @@ impl Schedule {
     /// See [`Schedule::set_min_parallel_work`].
     pub fn min_parallel_work(&self) -> Duration {
         self.min_parallel_work
+    }
+
+    /// Which event queues and removal logs each run ages at its end: the ones its systems use
+    /// ([`EventAging::Used`], the default), every one in the world ([`EventAging::All`]) or
+    /// none ([`EventAging::Never`]). With several schedules per frame, give the one that runs
+    /// once per frame `All` and the others `Never`: an event then lives two frames, however
+    /// often the others run.
+    pub fn set_event_aging(&mut self, aging: EventAging) -> &mut Self {
+        self.event_aging = aging;
+        self
+    }
+
+    /// See [`Schedule::set_event_aging`].
+    pub fn event_aging(&self) -> EventAging {
+        self.event_aging
     }
 
     /// Adds systems.
@@ -449,7 +474,12 @@ impl Schedule {
         }
         updaters.sort_by_key(|(id, _)| *id);
         updaters.dedup_by_key(|(id, _)| *id);
+        // A parameter written outside this crate may list agers without registering them.
+        for &updater in &updaters {
+            register_updater(world, updater);
+        }
         self.event_updaters = updaters;
+        self.world_updaters = (Vec::new(), 0);
         self.plan = Some(self.build_plan()?);
         self.world = Some(world.id());
         Ok(())
@@ -747,9 +777,32 @@ impl Schedule {
         applied
     }
 
-    /// Ages every event type the systems use: the end of every run, also one that failed.
-    fn age_events(&self, world: &mut World) {
-        for (_, update) in &self.event_updaters {
+    /// Ages the event queues and removal logs [`Schedule::set_event_aging`] chose, each once:
+    /// the end of every run, also one that failed.
+    fn age_events(&mut self, world: &mut World) {
+        let updaters = match self.event_aging {
+            EventAging::Never => return,
+            EventAging::Used => &self.event_updaters,
+            EventAging::All => {
+                let (registered, version) =
+                    world.resource::<EventRegistry>().map_or((&[][..], 0), EventRegistry::updaters);
+                if version != self.world_updaters.1 {
+                    // Ours are registered at `initialize`, but the registry is a resource
+                    // that may have been removed since: keep them in the list either way.
+                    let mut all = self.event_updaters.clone();
+                    all.extend_from_slice(registered);
+                    all.sort_by_key(|(id, _)| *id);
+                    all.dedup_by_key(|(id, _)| *id);
+                    self.world_updaters = (all, version);
+                }
+                if self.world_updaters.1 == 0 {
+                    &self.event_updaters
+                } else {
+                    &self.world_updaters.0
+                }
+            }
+        };
+        for (_, update) in updaters {
             update(world);
         }
     }
