@@ -27,6 +27,7 @@
 mod archetype;
 mod bundle;
 mod component;
+mod double_buffer;
 mod entity_ref;
 mod error;
 mod removed;
@@ -38,6 +39,7 @@ mod world;
 pub use archetype::{Archetype, ArchetypeEntities, ArchetypeEntity, ArchetypeId};
 pub use bundle::{Bundle, BundleInfo, ComponentIds};
 pub use component::{Component, ComponentId, ComponentInfo, Components, StorageType};
+pub use double_buffer::{BufferCursor, DoubleBuffer};
 pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;

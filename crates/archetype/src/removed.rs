@@ -10,63 +10,14 @@ use std::any::TypeId;
 use folio_storage::Entity;
 
 use crate::component::{ComponentId, Components};
+use crate::double_buffer::DoubleBuffer;
 
-/// The entities that lost one component, in the order they lost it. Each entry has an id (its
-/// position in the log's whole history); [`RemovedLog::read`] gives the entries from a
-/// reader's cursor on. [`RemovedLog::update`] ages the log: entries logged before the previous
-/// update are dropped.
-#[derive(Debug, Default)]
-pub struct RemovedLog {
-    /// Logged in the previous update period; ids `older_start..newer_start`.
-    older: Vec<Entity>,
-    /// Logged in this one; ids `newer_start..`.
-    newer: Vec<Entity>,
-    older_start: u64,
-    newer_start: u64,
-}
-
-impl RemovedLog {
-    /// The id the next entry will get: a cursor that reads only what comes after now.
-    pub fn next_id(&self) -> u64 {
-        self.newer_start + self.newer.len() as u64
-    }
-
-    /// How many entries are still readable.
-    pub fn len(&self) -> usize {
-        self.older.len() + self.newer.len()
-    }
-
-    /// Whether no entry is readable.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The entries with ids from `cursor` on, oldest first, and how many a reader at `cursor`
-    /// missed (dropped by updates before it read them).
-    pub fn read(&self, cursor: u64) -> (impl Iterator<Item = Entity> + '_, u64) {
-        let missed = self.older_start.saturating_sub(cursor);
-        let from = cursor.max(self.older_start);
-        let skip_older = (from - self.older_start).min(self.older.len() as u64) as usize;
-        let skip_newer = from.saturating_sub(self.newer_start).min(self.newer.len() as u64);
-        let entries =
-            self.older[skip_older..].iter().chain(&self.newer[skip_newer as usize..]).copied();
-        (entries, missed)
-    }
-
-    /// Ages the log: the entries of the previous period are dropped, this period's become the
-    /// previous one's.
-    pub fn update(&mut self) {
-        let newer = std::mem::take(&mut self.newer);
-        self.older = newer;
-        self.older_start = self.newer_start;
-        self.newer_start = self.older_start + self.older.len() as u64;
-    }
-
-    #[inline]
-    fn push(&mut self, entity: Entity) {
-        self.newer.push(entity);
-    }
-}
+/// The entities that lost one component, in the order they lost it: entries with ids, read
+/// from a reader's cursor on ([`DoubleBuffer::read_from`], [`BufferCursor`]), aged by
+/// [`DoubleBuffer::update`].
+///
+/// [`BufferCursor`]: crate::BufferCursor
+pub type RemovedLog = DoubleBuffer<Entity>;
 
 /// The world's removal logs, by component index.
 #[derive(Debug, Default)]

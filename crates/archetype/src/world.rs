@@ -1999,7 +1999,7 @@ impl World {
     /// removals are tracked). An entity may appear more than once, and may be alive again
     /// with a new `T` by now.
     pub fn removed<T: Component>(&self) -> impl Iterator<Item = Entity> + '_ {
-        self.removed_log::<T>().into_iter().flat_map(|log| log.read(0).0)
+        self.removed_log::<T>().into_iter().flat_map(|log| log.read_from(0).0.copied())
     }
 
     /// Ages every removal log: entries logged before the previous update are dropped.

@@ -20,68 +20,53 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use folio_query::{ResourceTicks, TypeKey, World};
+use folio_query::{BufferCursor, DoubleBuffer, ResourceTicks, TypeKey, World};
 
 use crate::error::ScheduleError;
 use crate::param::{EventUpdater, SystemMeta, SystemParam, resource_ptrs};
 
-/// The queue of events of type `E`.
+/// The queue of events of type `E`: a [`DoubleBuffer`] kept as a resource.
 pub struct Events<E> {
-    /// Sent in the previous update period; ids `older_start..newer_start`.
-    older: Vec<E>,
-    /// Sent in this one; ids `newer_start..`.
-    newer: Vec<E>,
-    older_start: u64,
-    newer_start: u64,
+    buffer: DoubleBuffer<E>,
 }
 
 impl<E> Default for Events<E> {
     fn default() -> Self {
-        Self { older: Vec::new(), newer: Vec::new(), older_start: 0, newer_start: 0 }
+        Self { buffer: DoubleBuffer::new() }
     }
 }
 
 impl<E> Events<E> {
     /// Sends an event.
     pub fn send(&mut self, event: E) {
-        self.newer.push(event);
+        self.buffer.push(event);
     }
 
     /// The id the next event will get.
     pub fn next_id(&self) -> u64 {
-        self.newer_start + self.newer.len() as u64
+        self.buffer.next_id()
     }
 
     /// Events still readable.
     pub fn len(&self) -> usize {
-        self.older.len() + self.newer.len()
+        self.buffer.len()
     }
 
     /// Whether none is readable.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.buffer.is_empty()
     }
 
     /// Ages the queue: events sent before the previous update are dropped.
     pub fn update(&mut self) {
-        self.older = std::mem::take(&mut self.newer);
-        self.older_start = self.newer_start;
-        self.newer_start = self.older_start + self.older.len() as u64;
+        self.buffer.update();
     }
 
     /// Events with ids from `cursor` on, and how many were missed (dropped before they were
-    /// read).
+    /// read). A cursor past the end belongs to a queue this one replaced: it reads all of this
+    /// one.
     pub fn read_from(&self, cursor: u64) -> (impl Iterator<Item = &E>, u64) {
-        // A cursor past the end belongs to a queue this one replaced: read all of this one.
-        let cursor = if cursor > self.next_id() { self.older_start } else { cursor };
-        let missed = self.older_start.saturating_sub(cursor);
-        let start = cursor.max(self.older_start);
-        let older_skip = (start - self.older_start).min(self.older.len() as u64) as usize;
-        let newer_skip = start.saturating_sub(self.newer_start) as usize;
-        let iter = self.older[older_skip..]
-            .iter()
-            .chain(self.newer[newer_skip.min(self.newer.len())..].iter());
-        (iter, missed)
+        self.buffer.read_from(cursor)
     }
 
     /// Ages the `E` events in `world`, if it has them. Aging sends nothing, so it does not
@@ -106,32 +91,25 @@ pub struct EventReader<'w, 's, E> {
 
 /// A reader's position in an event queue.
 pub struct EventCursor<E> {
-    next: u64,
-    missed: u64,
+    cursor: BufferCursor,
     _marker: PhantomData<fn() -> E>,
 }
 
 impl<E> Default for EventCursor<E> {
     fn default() -> Self {
-        Self { next: 0, missed: 0, _marker: PhantomData }
+        Self { cursor: BufferCursor::default(), _marker: PhantomData }
     }
 }
 
 impl<'w, E> EventReader<'w, '_, E> {
     /// The events not read yet by this reader, oldest first.
     pub fn read(&mut self) -> impl Iterator<Item = &'w E> + use<'w, E> {
-        let (iter, missed) = self.events.read_from(self.cursor.next);
-        self.cursor.missed += missed;
-        self.cursor.next = self.events.next_id();
-        iter
+        self.cursor.cursor.read(&self.events.buffer)
     }
 
     /// How many unread events there are.
     pub fn len(&self) -> usize {
-        let next = self.events.next_id();
-        // A cursor past the end belongs to a replaced queue: everything here is unread.
-        let cursor = if self.cursor.next > next { 0 } else { self.cursor.next };
-        (next - cursor.max(self.events.older_start)) as usize
+        self.cursor.cursor.unread(&self.events.buffer)
     }
 
     /// Whether there is no unread event.
@@ -141,12 +119,12 @@ impl<'w, E> EventReader<'w, '_, E> {
 
     /// Marks every event read.
     pub fn clear(&mut self) {
-        self.cursor.next = self.events.next_id();
+        self.cursor.cursor.clear(&self.events.buffer);
     }
 
     /// Events this reader missed because they aged out before it ran.
     pub fn missed(&self) -> u64 {
-        self.cursor.missed
+        self.cursor.cursor.missed()
     }
 }
 
@@ -167,9 +145,7 @@ impl<E> EventWriter<'_, E> {
 
     /// Sends every event of `events` (an empty batch marks nothing).
     pub fn send_batch(&mut self, events: impl IntoIterator<Item = E>) {
-        let before = self.events.newer.len();
-        self.events.newer.extend(events);
-        if self.events.newer.len() != before {
+        if self.events.buffer.extend(events) != 0 {
             self.ticks.changed = self.this_run;
         }
     }

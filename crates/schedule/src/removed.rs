@@ -5,7 +5,7 @@
 use std::any::TypeId;
 use std::marker::PhantomData;
 
-use folio_query::{Component, Entity, RemovedLog, World};
+use folio_query::{BufferCursor, Component, Entity, RemovedLog, World};
 
 use crate::error::ScheduleError;
 use crate::param::{SystemMeta, SystemParam};
@@ -51,14 +51,13 @@ pub struct RemovedComponents<'w, 's, T: Component> {
 
 /// A [`RemovedComponents`] reader's position in its log.
 pub struct RemovedCursor<T> {
-    next: u64,
-    missed: u64,
+    cursor: BufferCursor,
     _marker: PhantomData<fn() -> T>,
 }
 
 impl<T> Default for RemovedCursor<T> {
     fn default() -> Self {
-        Self { next: 0, missed: 0, _marker: PhantomData }
+        Self { cursor: BufferCursor::default(), _marker: PhantomData }
     }
 }
 
@@ -66,18 +65,13 @@ impl<'w, T: Component> RemovedComponents<'w, '_, T> {
     /// The removals not read yet by this system, oldest first. An entity may appear more than
     /// once (a `T` removed, inserted again, removed again), and may be alive.
     pub fn read(&mut self) -> impl Iterator<Item = Entity> + use<'w, T> {
-        let Some(log) = self.log else {
-            return None.into_iter().flatten();
-        };
-        let (entries, missed) = log.read(self.cursor.next);
-        self.cursor.missed += missed;
-        self.cursor.next = log.next_id();
-        Some(entries).into_iter().flatten()
+        let log = self.log.map(|log| self.cursor.cursor.read(log));
+        log.into_iter().flatten().copied()
     }
 
     /// How many removals are unread.
     pub fn len(&self) -> usize {
-        self.log.map_or(0, |log| log.read(self.cursor.next).0.count())
+        self.log.map_or(0, |log| self.cursor.cursor.unread(log))
     }
 
     /// Whether no removal is unread.
@@ -88,13 +82,13 @@ impl<'w, T: Component> RemovedComponents<'w, '_, T> {
     /// Marks every removal read.
     pub fn clear(&mut self) {
         if let Some(log) = self.log {
-            self.cursor.next = log.next_id();
+            self.cursor.cursor.clear(log);
         }
     }
 
     /// Removals this system missed because they aged out before it ran.
     pub fn missed(&self) -> u64 {
-        self.cursor.missed
+        self.cursor.cursor.missed()
     }
 }
 
@@ -124,7 +118,7 @@ unsafe impl<T: Component> SystemParam for RemovedComponents<'_, '_, T> {
         // Read from the log's present on: what was logged before this system existed (for
         // another reader) is not news to it.
         let next = world.removed_log::<T>().map_or(0, RemovedLog::next_id);
-        Ok(RemovedCursor { next, missed: 0, _marker: PhantomData })
+        Ok(RemovedCursor { cursor: BufferCursor::at(next), _marker: PhantomData })
     }
 
     unsafe fn get_param<'w, 's>(

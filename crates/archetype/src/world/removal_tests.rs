@@ -129,16 +129,16 @@ fn entries_live_for_two_updates_and_readers_keep_cursors() {
     world.update_removals();
     world.despawn(e[1]).unwrap();
     let log = world.removed_log::<Pos>().unwrap();
-    let (read, missed) = log.read(0);
-    assert_eq!((read.collect::<Vec<_>>(), missed), (vec![e[0], e[1]], 0));
-    let (read, missed) = log.read(cursor);
-    assert_eq!((read.collect::<Vec<_>>(), missed), (vec![e[1]], 0));
+    let (read, missed) = log.read_from(0);
+    assert_eq!((read.copied().collect::<Vec<_>>(), missed), (vec![e[0], e[1]], 0));
+    let (read, missed) = log.read_from(cursor);
+    assert_eq!((read.copied().collect::<Vec<_>>(), missed), (vec![e[1]], 0));
     world.update_removals();
     world.despawn(e[2]).unwrap();
     // e[0] is gone: a reader still at 0 missed it.
     let log = world.removed_log::<Pos>().unwrap();
-    let (read, missed) = log.read(0);
-    assert_eq!((read.collect::<Vec<_>>(), missed), (vec![e[1], e[2]], 1));
+    let (read, missed) = log.read_from(0);
+    assert_eq!((read.copied().collect::<Vec<_>>(), missed), (vec![e[1], e[2]], 1));
     assert_eq!(log.len(), 2);
     // Ageing one type leaves the others.
     world.track_removals::<Vel>();
