@@ -19,8 +19,8 @@ pub struct SystemAccess {
     pub world_read: bool,
     /// Has the world to itself (`fn(&mut World)`, sync points).
     pub exclusive: bool,
-    /// Reserves entity ids (`Commands`): two such systems keep their order, so ids are
-    /// handed out deterministically.
+    /// Reserves entity ids (`Commands`): two systems that may reserve ids (this, or
+    /// `world_read`) keep their order, so ids are handed out deterministically.
     pub reserves_entities: bool,
 }
 
@@ -134,9 +134,17 @@ impl SystemAccess {
         self.reserves_entities |= other.reserves_entities;
     }
 
+    /// Whether the system can reserve entity ids: through `Commands`, or through the `&World`
+    /// it is given (`World::reserve_entity` takes `&self`).
+    pub fn may_reserve_entities(&self) -> bool {
+        self.reserves_entities || self.world_read
+    }
+
     /// Whether the two systems may not run at the same time.
     pub fn conflicts_with(&self, other: &SystemAccess) -> bool {
-        if self.exclusive || other.exclusive || (self.reserves_entities && other.reserves_entities)
+        if self.exclusive
+            || other.exclusive
+            || (self.may_reserve_entities() && other.may_reserve_entities())
         {
             return true;
         }

@@ -370,8 +370,9 @@ impl EntityCommands<'_, '_, '_> {
 }
 
 // SAFETY: touches only its own buffer and `World::reserve_entity` (atomic, through `&World`).
-// It marks the system as reserving entity ids: systems with `Commands` keep their schedule
-// order among themselves, so the ids `spawn` hands out are the same on 1 thread or 64.
+// It marks the system as reserving entity ids: systems with `Commands` (or `&World`, which can
+// reserve too) keep their schedule order among themselves, so the ids `spawn` hands out are the
+// same on 1 thread or 64.
 unsafe impl SystemParam for Commands<'_, '_> {
     type State = CommandQueue;
     type Item<'w, 's> = Commands<'w, 's>;

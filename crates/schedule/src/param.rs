@@ -642,7 +642,9 @@ unsafe impl<T: Default + Send + Sync + 'static> SystemParam for Local<'_, T> {
 }
 
 // SAFETY: records a read of the whole world; hands out `&World`, through which only reads are
-// possible.
+// possible (and id reservations, which are atomic: `world_read` also orders the system with
+// every other system that may reserve ids, `SystemAccess::may_reserve_entities`, so the ids are
+// the same on any number of threads).
 unsafe impl SystemParam for &World {
     type State = ();
     type Item<'w, 's> = &'w World;

@@ -3,7 +3,8 @@
 //! # Order and determinism
 //! The schedule builds a DAG over its systems: an edge for every explicit `before`/`after`
 //! (directly or through sets), and an edge between every pair of *conflicting* systems (one
-//! writes what the other touches), in the order they were added unless an explicit constraint
+//! writes what the other touches, or both may reserve entity ids: `Commands` and `&World`
+//! systems), in the order they were added unless an explicit constraint
 //! already orders them. Systems that do not conflict commute, so running ready systems in any
 //! order on any number of threads gives the same world, bit for bit. Change ticks follow one
 //! fixed topological order: a parallel segment's systems take the next ticks in that order, an

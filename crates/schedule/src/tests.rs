@@ -1342,3 +1342,37 @@ fn age_all_events_ages_every_registered_queue_and_removal_log() {
     age_all_events(&mut world);
     assert_eq!(world.removed::<Marker>().count(), 0);
 }
+
+#[test]
+fn world_readers_and_command_systems_reserve_ids_in_schedule_order() {
+    use std::sync::Mutex;
+    // `World::reserve_entity` takes `&self`: a `&World` system can reserve ids, so it keeps
+    // its order with every other system that can (`Commands`, `&World`), and the ids are the
+    // same on any number of threads.
+    let overlap = Arc::new(Overlap::default());
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let mut schedule = Schedule::new();
+    let (o1, o2, o3) = (overlap.clone(), overlap.clone(), overlap.clone());
+    let (i1, i2, i3) = (ids.clone(), ids.clone(), ids.clone());
+    schedule.set_min_parallel_work(Duration::ZERO).add_systems((
+        move |world: &World| {
+            o1.enter();
+            i1.lock().unwrap().push(world.reserve_entity());
+        },
+        move |mut commands: Commands| {
+            o2.enter();
+            i2.lock().unwrap().push(commands.spawn((A(1),)));
+        },
+        move |world: &World| {
+            o3.enter();
+            i3.lock().unwrap().push(world.reserve_entity());
+        },
+    ));
+    let mut world = World::new();
+    pool(3).install(|| schedule.run(&mut world)).unwrap();
+    assert_eq!(overlap.max.load(Ordering::SeqCst), 1, "two reserving systems overlapped");
+    let ids = ids.lock().unwrap();
+    let indices: Vec<u32> = ids.iter().map(|e| e.index()).collect();
+    assert_eq!(indices, [0, 1, 2], "ids handed out out of schedule order: {ids:?}");
+    assert_eq!(world.get::<A>(ids[1]), Some(&A(1)));
+}
