@@ -10,7 +10,7 @@ use crate::access::{FilteredAccess, QueryError};
 use crate::combinations::{QueryCombinationIter, for_each_combination};
 use crate::fetch::{ArchetypeFilter, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary};
 use crate::iter::QueryIter;
-use crate::many::QueryManyIter;
+use crate::many::{QueryManyIter, for_each_many};
 use crate::par::QueryParIter;
 
 thread_local! {
@@ -684,6 +684,43 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) -> QueryManyIter<'w, 's, D::ReadOnly, F, I::IntoIter> {
         // SAFETY: forwarded from the caller.
         unsafe { QueryManyIter::new(Lookup::new(self, world, (last_run, this_run)), entities) }
+    }
+
+    /// Runs `f` on the mutable items of the entities `entities` yields, in its order, one at
+    /// a time, skipping those the query does not match (despawned, lacking a component,
+    /// filtered out); an entity listed twice gets two calls. What `iter_many` is for a list
+    /// whose items must be written: `f` gets each item for the length of its call. A look-up,
+    /// not a run of the query, as `get_mut` is.
+    pub fn for_each_many_mut<I: IntoIterator<Item = Entity>>(
+        &mut self,
+        world: &mut World,
+        entities: I,
+        f: impl FnMut(D::Item<'_>),
+    ) {
+        let world = &*world;
+        self.update_archetypes(world);
+        let (last_run, this_run) = self.peek_ticks(world);
+        // SAFETY: `&mut World` gives exclusive access; the state is up to date.
+        unsafe { self.for_each_many_unchecked(world, entities, last_run, this_run, f) }
+    }
+
+    /// [`Self::for_each_many_mut`] with the caller vouching for access and ticks: what a
+    /// system's `Query` calls.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_unchecked`], and no other item of this query is alive.
+    pub unsafe fn for_each_many_unchecked<I: IntoIterator<Item = Entity>>(
+        &self,
+        world: &World,
+        entities: I,
+        last_run: u32,
+        this_run: u32,
+        f: impl FnMut(D::Item<'_>),
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            for_each_many::<D, F>(Lookup::new(self, world, (last_run, this_run)), entities, f)
+        }
     }
 
     /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`

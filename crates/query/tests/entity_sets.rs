@@ -165,3 +165,52 @@ fn iter_many_yields_the_listed_entities_that_match_in_list_order() {
     changed.iter(&world).count();
     assert_eq!(changed.iter_many(&world, list).count(), 0);
 }
+
+#[test]
+fn for_each_many_mut_writes_the_listed_entities_that_match_in_list_order() {
+    let (mut world, all) = world();
+    let gone = all[4];
+    world.despawn(gone).unwrap();
+    // all[3] twice: two calls, each seeing the first's write.
+    let list = [all[3], all[0], gone, all[2], all[3], all[1], all[5]];
+    let mut masses = world.query::<(Entity, &mut Mass)>();
+    let mut seen = Vec::new();
+    masses.for_each_many_mut(&mut world, list, |(e, mut m)| {
+        seen.push((e, m.0));
+        m.0 += 100.0;
+    });
+    assert_eq!(
+        seen,
+        [
+            (all[3], 3.0),
+            (all[0], 0.0),
+            (all[2], 2.0),
+            (all[3], 103.0),
+            (all[1], 1.0),
+            (all[5], 5.0),
+        ]
+    );
+    let mass = |w: &World, i: usize| w.get::<Mass>(all[i]).unwrap().0;
+    assert_eq!(
+        [0, 1, 2, 3, 5, 6].map(|i| mass(&world, i)),
+        [100.0, 101.0, 102.0, 203.0, 105.0, 6.0]
+    );
+    // A filter, and a sparse-set component in the data: Frozen is on i % 4 == 1, so only
+    // all[1] and all[5] match; both are written, through a table column and a set lookup.
+    let mut frozen = world.query_filtered::<(&mut Mass, &Frozen), With<Vel>>();
+    let mut calls = 0;
+    frozen.for_each_many_mut(&mut world, list, |(mut m, _)| {
+        calls += 1;
+        m.0 = -1.0;
+    });
+    assert_eq!(calls, 2);
+    assert_eq!([1, 5].map(|i| mass(&world, i)), [-1.0, -1.0]);
+    assert_eq!(mass(&world, 3), 203.0);
+    // The writes are changes: a change filter run after sees exactly the written entities.
+    let mut changed = world.query_filtered::<Entity, Changed<Mass>>();
+    changed.iter(&world).count();
+    let mut masses = world.query::<&mut Mass>();
+    masses.for_each_many_mut(&mut world, [all[7], all[8]], |mut m| m.0 += 1.0);
+    let got: BTreeSet<Entity> = changed.iter(&world).collect();
+    assert_eq!(got, BTreeSet::from([all[7], all[8]]));
+}

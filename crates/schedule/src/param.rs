@@ -209,6 +209,27 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         }
     }
 
+    /// Runs `f` on the mutable items of the entities `entities` yields, in its order, one at
+    /// a time, skipping those the query does not match; an entity listed twice gets two
+    /// calls. `f` gets each item for the length of its call.
+    pub fn for_each_many_mut<I: IntoIterator<Item = Entity>>(
+        &mut self,
+        entities: I,
+        f: impl FnMut(D::Item<'_>),
+    ) {
+        // SAFETY: as in `iter_mut`; `&mut self` keeps any other item of this query from being
+        // alive while `f` runs.
+        unsafe {
+            self.state.for_each_many_unchecked(
+                self.world,
+                entities,
+                self.last_run,
+                self.this_run,
+                f,
+            );
+        }
+    }
+
     /// The read-only items of every `K` distinct matching entities, each set once (`[a, b]`
     /// but not `[b, a]`): pairs for collisions or forces between bodies. The entities are
     /// listed when it starts; `n` of them make `n` choose `K` combinations.

@@ -1202,6 +1202,29 @@ fn a_system_walks_pairs_of_its_query() {
     }
 }
 
+#[test]
+fn a_system_writes_the_entities_a_list_names() {
+    /// The entities an explosion hit, in the order it hit them (one twice).
+    struct Hits(Vec<Entity>);
+    fn damage(mut bodies: Query<(Entity, &mut A), Without<B>>, hits: Res<Hits>) {
+        let mut order = Vec::new();
+        bodies.for_each_many_mut(hits.0.iter().copied(), |(e, mut a)| {
+            order.push(e);
+            a.0 += 10;
+        });
+        assert_eq!(order.len(), 3, "the entity with B is filtered out, the repeat is not");
+    }
+    let mut world = World::new();
+    let es: Vec<Entity> = (0..3).map(|_| world.spawn((A(0),))).collect();
+    let shielded = world.spawn((A(0), B(0)));
+    world.insert_resource(Hits(vec![es[2], shielded, es[0], es[2]]));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(damage);
+    schedule.run(&mut world).unwrap();
+    let a = |e| world.get::<A>(e).unwrap().0;
+    assert_eq!([a(es[0]), a(es[1]), a(es[2]), a(shielded)], [10, 0, 20, 0]);
+}
+
 #[derive(Debug)]
 struct Tick(u32);
 
