@@ -21,11 +21,15 @@ use crate::error::ComponentError;
 /// A list of component ids; most bundles and archetypes have few components.
 pub type ComponentIds = SmallVec<[ComponentId; 8]>;
 
+/// The most components one bundle holds: tuples of 1 to 16 components are bundles.
+pub const MAX_BUNDLE_LEN: usize = 16;
+
 /// A tuple of components moved into or out of the world together.
 ///
 /// # Safety
-/// - `component_ids`, `type_ids`, `get_components`, `write_components` and `from_components`
-///   visit the same components in the same order.
+/// - `component_ids`, `type_ids`, `get_components`, `write_components`, `write_row` and
+///   `from_components` visit the same components in the same order, at most
+///   [`MAX_BUNDLE_LEN`] of them.
 /// - `get_components` hands `f` one pointer to each component, readable for its size and valid
 ///   until `f` returns; `f` takes ownership of the values behind them (the bundle drops none).
 pub unsafe trait Bundle: Send + Sync + 'static {
@@ -46,6 +50,19 @@ pub unsafe trait Bundle: Send + Sync + 'static {
     ///   the `i`-th component's type, not overlapping the others; whatever it held is
     ///   overwritten without being dropped. `dst` must not unwind.
     unsafe fn write_components(self, dst: &mut impl FnMut(usize) -> *mut u8);
+
+    /// Moves the components out into row `row` of the columns that start at `bases`: the
+    /// `i`-th one (in order) is written to `bases[i]` advanced by `row` items of its type. What
+    /// a batch spawn calls per row: the item sizes are the types', known here, so no size is
+    /// looked up or multiplied per component, and the bases stay put for a whole batch.
+    ///
+    /// # Safety
+    /// - For each `i < len`, `bases[i]` advanced by `row` items of the `i`-th component's type
+    ///   is valid for a write of that type and aligned for it, and does not overlap the
+    ///   others' slots; whatever it held is overwritten without being dropped.
+    unsafe fn write_row(self, bases: &[*mut u8; MAX_BUNDLE_LEN], row: usize)
+    where
+        Self: Sized;
 
     /// Rebuilds the bundle from pointers to its components, in order.
     ///
@@ -126,6 +143,20 @@ macro_rules! tuple_bundle {
                     // SAFETY: `dst(i)` is valid for writes of and aligned for the `i`-th
                     // component, which is `$name` (caller).
                     unsafe { dst(i).cast::<$name>().write($name) };
+                    i += 1;
+                )+
+            }
+
+            #[allow(non_snake_case, unused_assignments)]
+            #[inline(always)]
+            unsafe fn write_row(self, bases: &[*mut u8; MAX_BUNDLE_LEN], row: usize) {
+                let ($($name,)+) = self;
+                let mut i = 0;
+                $(
+                    // SAFETY: `bases[i]` advanced by `row` items of the `i`-th component's
+                    // type, `$name`, is valid for a write of one and aligned for it (caller).
+                    // `i < MAX_BUNDLE_LEN`: tuples have at most that many components.
+                    unsafe { bases[i].cast::<$name>().add(row).write($name) };
                     i += 1;
                 )+
             }

@@ -37,7 +37,7 @@ mod unwind;
 mod world;
 
 pub use archetype::{Archetype, ArchetypeEntities, ArchetypeEntity, ArchetypeId};
-pub use bundle::{Bundle, BundleInfo, ComponentIds};
+pub use bundle::{Bundle, BundleInfo, ComponentIds, MAX_BUNDLE_LEN};
 pub use component::{Component, ComponentId, ComponentInfo, Components, StorageType};
 pub use double_buffer::{BufferCursor, DoubleBuffer};
 pub use entity_ref::{EntityRef, EntityWorldMut};

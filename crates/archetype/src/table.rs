@@ -434,17 +434,17 @@ impl Table {
     }
 
     /// Where a batch of rows is written before [`Table::commit_rows`]: every column's first
-    /// item and item size, in column order, and the entity column's first slot. Row `r` of
-    /// column `c` is at `bases[c].0 + r * bases[c].1`.
+    /// item, in column order, and the entity column's first slot. Row `r` of column `c` is `r`
+    /// items of the column's type on from `bases[c]`.
     ///
     /// The pointers stay valid until the table is next reserved, cleared or shrunk; the slots
     /// from `len` to `len + spare_rows()` may be written through them.
-    pub(crate) fn row_bases(&mut self) -> (SmallVec<[(*mut u8, usize); 8]>, *mut Entity) {
+    pub(crate) fn row_bases(&mut self) -> (SmallVec<[*mut u8; 8]>, *mut Entity) {
         let bases = self
             .columns
             .iter_mut()
             // SAFETY: row 0 is at most the capacity, so the pointer is the buffer's start.
-            .map(|c| (unsafe { c.data.get_unchecked(0) }.as_ptr(), c.data.item_layout().size()))
+            .map(|c| unsafe { c.data.get_unchecked(0) }.as_ptr())
             .collect();
         // SAFETY: as above, for the entity column.
         let entities = unsafe { self.entities.get_unchecked(0) }.cast::<Entity>().as_ptr();

@@ -25,7 +25,7 @@ use folio_storage::{ComponentSparseSet, Entities, Entity, EntityLocation, Storag
 use smallvec::SmallVec;
 
 use crate::archetype::{Archetype, ArchetypeEntities, ArchetypeId, Edge, find_edge};
-use crate::bundle::{Bundle, BundleInfo, ComponentIds};
+use crate::bundle::{Bundle, BundleInfo, ComponentIds, MAX_BUNDLE_LEN};
 use crate::component::{Component, ComponentId, Components, StorageType};
 use crate::error::{ComponentError, EntityError};
 use crate::removed::{Removals, RemovedLog};
@@ -2529,6 +2529,11 @@ fn spawn_rows<B: Bundle>(
         let _ = entities.try_reserve_new(room);
         let start = table.len();
         let (bases, entity_base) = table.row_bases();
+        // Each bundle component's column start, in the bundle's order, for the room-full.
+        let mut bundle_bases = [std::ptr::null_mut::<u8>(); MAX_BUNDLE_LEN];
+        for (slot, &c) in bundle_bases.iter_mut().zip(columns) {
+            *slot = bases[c as usize];
+        }
         let mut rows = Rows { table, written: 0, tick };
         let mut bundle = first;
         loop {
@@ -2541,15 +2546,15 @@ fn spawn_rows<B: Bundle>(
             // SAFETY:
             // - `row < start + room`, inside every column's buffer; `bases` was taken after the
             //   last reservation and nothing reserves or removes until `rows` commits.
-            // - `columns[i]` is the table column of bundle component `i` (the plan was made for
-            //   this bundle and table); distinct components have distinct columns, so the slots
-            //   do not overlap, and the archetype has no other table component, so every
-            //   column's slot in `row` is written. Typed writes do not unwind.
+            // - `bundle_bases[i]` is the start of the table column of bundle component `i`
+            //   (`columns[i]`: the plan was made for this bundle and table), whose items are of
+            //   that component's type, so `row` items on is its slot in `row`; `columns` has
+            //   one entry per bundle component, at most `MAX_BUNDLE_LEN`. Distinct components
+            //   have distinct columns, so the slots do not overlap, and the archetype has no
+            //   other table component, so every column's slot in `row` is written. Typed writes
+            //   do not unwind.
             unsafe {
-                bundle.write_components(&mut |i| {
-                    let (base, size) = bases[columns[i] as usize];
-                    base.add(row * size)
-                });
+                bundle.write_row(&bundle_bases, row);
                 entity_base.add(row).write(entity);
             }
             rows.written += 1;

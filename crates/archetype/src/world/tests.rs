@@ -1661,3 +1661,95 @@ fn a_refused_spawn_with_sparse_components_hands_out_no_entity_id() {
     }
     assert_eq!(refused.entities().max_entities(), clean.entities().max_entities());
 }
+
+#[test]
+fn spawn_batch_writes_every_column_of_a_sixteen_component_bundle() {
+    // Sixteen components of different sizes and alignments (a ZST, a page-aligned one, a
+    // heap-owning one), registered in an order unlike the bundle's, so bundle position `i`
+    // and table column `columns[i]` differ: each value must land in its own column's row.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B1(u8);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B2(u16);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B3(u32);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B4(u64);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B5(u128);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B6([u8; 3]);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B7(f64, u8);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B8(i16, i16, i16);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B9([u32; 5]);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B10(u8, u32);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B11(i64);
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct B12(char);
+    let mut world = World::new();
+    world.register_component::<B12>(StorageType::Table).unwrap();
+    world.register_component::<PageAligned>(StorageType::Table).unwrap();
+    world.register_component::<B3>(StorageType::Table).unwrap();
+    world.register_component::<Name>(StorageType::Table).unwrap();
+    world.register_component::<Tag>(StorageType::Table).unwrap();
+    let bundle = |i: u32| {
+        (
+            B1(i as u8),
+            B2(i as u16 * 3),
+            Tag,
+            B3(i * 5),
+            PageAligned(u64::from(i) << 33),
+            B4(u64::from(i) * 7),
+            B5(u128::from(i) << 70),
+            B6([i as u8, 1, 2]),
+            Name(format!("n{i}")),
+            B7(f64::from(i) / 2.0, 9),
+            B8(i as i16, -(i as i16), 4),
+            B9([i; 5]),
+            B10(3, i + 1),
+            B11(-i64::from(i)),
+            B12(char::from_u32(0x41 + i % 26).unwrap()),
+            Pos(i as f32, -(i as f32)),
+        )
+    };
+    // Many room-fulls (a 128 KiB commit step holds 32 page-aligned rows): the first
+    // reservation comes from the size hint, the rest from the loop's own (no hint).
+    let (first, all) = if cfg!(miri) { (40, 100) } else { (700, 1500) };
+    let mut es = world.spawn_batch((0..first).map(bundle));
+    let mut i = first;
+    es.extend(world.spawn_batch(std::iter::from_fn(|| {
+        i += 1;
+        (i <= all).then(|| bundle(i - 1))
+    })));
+    assert_eq!(es.len(), all as usize);
+    for (i, &e) in es.iter().enumerate() {
+        let i = i as u32;
+        let b = bundle(i);
+        assert_eq!(world.get::<B1>(e), Some(&b.0));
+        assert_eq!(world.get::<B2>(e), Some(&b.1));
+        assert_eq!(world.get::<Tag>(e), Some(&Tag));
+        assert_eq!(world.get::<B3>(e), Some(&b.3));
+        let aligned = world.get::<PageAligned>(e).unwrap();
+        assert_eq!(aligned, &b.4);
+        assert_eq!((aligned as *const PageAligned as usize) % 4096, 0);
+        assert_eq!(world.get::<B4>(e), Some(&b.5));
+        assert_eq!(world.get::<B5>(e), Some(&b.6));
+        assert_eq!(world.get::<B6>(e), Some(&b.7));
+        assert_eq!(world.get::<Name>(e), Some(&b.8));
+        assert_eq!(world.get::<B7>(e), Some(&b.9));
+        assert_eq!(world.get::<B8>(e), Some(&b.10));
+        assert_eq!(world.get::<B9>(e), Some(&b.11));
+        assert_eq!(world.get::<B10>(e), Some(&b.12));
+        assert_eq!(world.get::<B11>(e), Some(&b.13));
+        assert_eq!(world.get::<B12>(e), Some(&b.14));
+        assert_eq!(world.get::<Pos>(e), Some(&b.15));
+    }
+    // Despawning drops every value: under miri a `String` leaked or freed twice fails here.
+    assert_eq!(world.despawn_batch(es), all as usize);
+    assert!(world.is_empty());
+}
