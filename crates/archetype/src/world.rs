@@ -848,8 +848,15 @@ impl World {
         let table_index = archetype.table_id().index();
         let table = &self.tables[table_index];
         table.prefetch_row(loc.table_row as usize);
-        if let Some(&last) = table.entities().last() {
+        let tail = table.entities();
+        if let Some(&last) = tail.last() {
             self.entities.prefetch(last);
+        }
+        // The entity that moves into a hole a few despawns from now (when they are in this
+        // table too, as a burst of despawns mostly is): its meta is a miss of its own, and the
+        // `prefetch(last)` above comes too late to hide it.
+        if let Some(&later) = tail.len().checked_sub(TAIL_META_AHEAD + 1).map(|i| &tail[i]) {
+            self.entities.prefetch(later);
         }
         archetype.prefetch(loc.archetype_row);
         let table = &mut self.tables[table_index];
@@ -2341,6 +2348,10 @@ pub const BATCH_META_AHEAD: usize = 16;
 /// How many entities ahead of the one it despawns [`World::despawn_batch`] asks for an
 /// entity's row, whose address comes from the meta asked for earlier.
 pub const BATCH_ROW_AHEAD: usize = 8;
+
+/// How many rows from a table's end [`World::despawn`] asks for the meta of the entity that
+/// will be moved into a hole that many despawns later.
+const TAIL_META_AHEAD: usize = 8;
 
 /// The next [`BATCH_META_AHEAD`] entities of an iterator, held in a ring: what
 /// [`World::despawn_batch`] looks ahead through, asking for each entity's meta as it joins.
