@@ -55,6 +55,72 @@ impl SystemAccess {
         Ok(())
     }
 
+    /// Adds the members of a `ParamSet` (`param`): each member's access is checked against the
+    /// system's parameters so far, never against the other members (the set hands out one at a
+    /// time); then the system's access takes the union of all of them, which is what the
+    /// schedule orders it by and what later parameters are checked against.
+    pub fn add_param_set(
+        &mut self,
+        system: &str,
+        members: &[SystemAccess],
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        for member in members {
+            if let Some((first, on)) = self.conflict_with_param(member) {
+                return Err(ScheduleError::ConflictingParams {
+                    system: system.to_owned(),
+                    first,
+                    second: param,
+                    on,
+                });
+            }
+        }
+        for member in members {
+            self.extend(member);
+        }
+        Ok(())
+    }
+
+    /// The first of this system's parameters that another parameter with access `other` would
+    /// alias, and what on; `None` if they can be used side by side. The checks are those of
+    /// `add_query`, `add_resource_read`, `add_resource_write` and `add_world_read`.
+    fn conflict_with_param(&self, other: &SystemAccess) -> Option<(String, &'static str)> {
+        for (access, _) in &other.queries {
+            for (mine, name) in &self.queries {
+                if let Some(key) = access.conflict(mine) {
+                    return Some((name.clone(), key.name));
+                }
+            }
+            if self.world_read && !access.writes.is_empty() {
+                return Some(("&World".to_owned(), "the world"));
+            }
+        }
+        if other.world_read && self.writes_anything() {
+            return Some(("a writing parameter".to_owned(), "the world"));
+        }
+        let other_user = |key: &TypeKey| {
+            if self.world_read {
+                "&World".to_owned()
+            } else {
+                format!("another parameter using {}", crate::param::short_type_name(key.name))
+            }
+        };
+        for key in other.resource_writes.iter() {
+            if self.world_read
+                || self.resource_writes.contains(key.id)
+                || self.resource_reads.contains(key.id)
+            {
+                return Some((other_user(key), key.name));
+            }
+        }
+        for key in other.resource_reads.iter() {
+            if self.resource_writes.contains(key.id) {
+                return Some((other_user(key), key.name));
+            }
+        }
+        None
+    }
+
     /// Adds a resource read.
     pub fn add_resource_read(
         &mut self,

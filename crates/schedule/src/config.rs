@@ -182,8 +182,9 @@ pub struct SystemConfigs(pub(crate) Vec<SystemConfig>);
     label = "not a system",
     note = "a system is a function or closure whose parameters are all system parameters \
             (`Query`, `Res`, `ResMut`, `Option<Res>`, `Option<ResMut>`, `Local`, `Commands`, \
-            `EventReader`, `EventWriter`, `&World`; up to 16), or a function of `&mut World` \
-            alone: an exclusive system takes no other parameter"
+            `EventReader`, `EventWriter`, `RemovedComponents`, `&World`, a `ParamSet` of them; \
+            up to 16), or a function of `&mut World` alone: an exclusive system takes no other \
+            parameter"
 )]
 pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.

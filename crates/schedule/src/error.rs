@@ -52,7 +52,8 @@ impl fmt::Display for ScheduleError {
                 f,
                 "system `{system}`: parameters `{first}` and `{second}` conflict on `{on}` \
                  (one writes what the other reads or writes; add a Without filter to make \
-                 two queries disjoint, or merge them into one)"
+                 two queries disjoint, merge them into one, or take them one at a time \
+                 through a ParamSet)"
             ),
             Self::Cycle(systems) => {
                 write!(f, "the ordering constraints form a cycle: {}", systems.join(" -> "))

@@ -57,6 +57,7 @@ mod config;
 mod error;
 mod event;
 mod param;
+mod param_set;
 mod pending;
 mod removed;
 mod schedule;
@@ -80,6 +81,7 @@ pub use folio_query::*;
 pub use param::{
     EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
 };
+pub use param_set::{MemberGetter, ParamSet, ParamSetMember, ParamSetMembers, ParamSetState};
 pub use removed::{RemovedComponents, RemovedCursor};
 pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
 pub use system::{
@@ -91,10 +93,10 @@ pub use system::{
 pub mod prelude {
     pub use crate::{
         Added, ApplyDeferred, Changed, Commands, Entity, EventAging, EventReader, EventWriter,
-        Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, Query, QueryState, Ref,
-        RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With, Without, World,
-        WorldQueryExt, age_all_events, any_with_component, not, on_event, resource_added,
-        resource_changed, resource_exists, resource_removed, run_once,
+        Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query,
+        QueryState, Ref, RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With,
+        Without, World, WorldQueryExt, age_all_events, any_with_component, not, on_event,
+        resource_added, resource_changed, resource_exists, resource_removed, run_once,
     };
 }
 

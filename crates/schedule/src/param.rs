@@ -1,7 +1,8 @@
 //! [`SystemParam`]: what a system function can ask for — [`Query`], [`Res`], [`ResMut`],
 //! `Option<Res<R>>`, `Option<ResMut<R>>`, [`Local`], [`Commands`](crate::Commands),
 //! [`EventReader`](crate::EventReader), [`EventWriter`](crate::EventWriter), `&World`, and
-//! tuples of them.
+//! tuples of them; [`ParamSet`](crate::ParamSet), for parameters that conflict with each other,
+//! has a module of its own.
 //!
 //! # Safety model
 //! A parameter declares its access statically ([`SystemParam::access`]), before any world is
@@ -102,7 +103,7 @@ pub unsafe trait SystemParam: Sized {
 /// The item type of a parameter, for given lifetimes.
 pub type SystemParamItem<'w, 's, P> = <P as SystemParam>::Item<'w, 's>;
 
-fn param_name<P>() -> String {
+pub(crate) fn param_name<P>() -> String {
     short_type_name(std::any::type_name::<P>())
 }
 

@@ -863,8 +863,9 @@ impl Schedule {
     ) -> Option<(usize, String)> {
         let world = &*world;
         let cells = &self.nodes;
-        let threads = rayon::current_num_threads();
-        if !on_pool || threads <= 1 || nodes.len() == 1 {
+        // Asked only for a run on the pool: the first call makes rayon's global pool.
+        let threads = if on_pool && nodes.len() > 1 { rayon::current_num_threads() } else { 1 };
+        if threads <= 1 {
             // In topological order on this thread: no task overhead.
             for &i in nodes {
                 // SAFETY: this thread runs the segment's nodes one after another, each once, so
