@@ -2142,6 +2142,36 @@ impl World {
         Some(unsafe { old.into_inner::<R>() })
     }
 
+    /// Runs `f` with the world and resource `R` both borrowed mutably, then puts `R` back:
+    /// what an exclusive system uses to, say, spawn from a level description kept as a
+    /// resource. `None` (and `f` not called) if there is no `R`.
+    ///
+    /// While `f` runs, `R` is out of the world (`resource::<R>()` is `None`). Afterwards it is
+    /// back with its added tick, changed at the world's [`change_tick`](World::change_tick)
+    /// then (as [`World::resource_mut`] marks it). An `R` that `f` inserted meanwhile is
+    /// replaced by it and dropped, as [`World::insert_resource`] replaces. If `f` panics, `R`
+    /// is put back the same way before the panic continues, so it is never lost.
+    pub fn resource_scope<R: Send + Sync + 'static, U>(
+        &mut self,
+        f: impl FnOnce(&mut World, &mut R) -> U,
+    ) -> Option<U> {
+        let mut resource = self.resources.remove(&TypeId::of::<R>())?;
+        // SAFETY: keyed by `R`'s `TypeId`, so the cell holds an `R`; the cell is owned here, out
+        // of the world, until it goes back below, so this is the only reference to the value,
+        // and the last use of it is inside `f`.
+        let value = unsafe { resource.value_ptr::<R>().as_mut() };
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self, value)));
+        let now = self.change_tick();
+        let ticks = resource.ticks_mut();
+        ticks.changed = now;
+        // `f` may have run the world's tick far on, past what `check_change_ticks` kept up.
+        ticks.clamp(now);
+        // Whatever `f` inserted is dropped only once `R` is back (its `Drop` may panic).
+        let inserted = self.resources.insert(TypeId::of::<R>(), resource);
+        drop(inserted);
+        Some(out.unwrap_or_else(|payload| std::panic::resume_unwind(payload)))
+    }
+
     /// Whether a resource of type `R` exists.
     pub fn contains_resource<R: Send + Sync + 'static>(&self) -> bool {
         self.resources.contains_key(&TypeId::of::<R>())

@@ -606,6 +606,44 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
     }
 
+    /// The read-only items of `N` entities at once (an entity may be named twice: the items
+    /// only read); the first entity's error if one does not match. Not a run (ticks as for
+    /// `get`).
+    pub fn get_many<'w, const N: usize>(
+        &mut self,
+        world: &'w World,
+        entities: [Entity; N],
+    ) -> Result<[<D::ReadOnly as QueryData>::Item<'w>; N], QueryError> {
+        self.update_archetypes(world);
+        let (last_run, this_run) = self.peek_ticks(world);
+        // SAFETY: read-only data through `&World`; the state is up to date.
+        unsafe { self.get_many_readonly_unchecked(world, entities, last_run, this_run) }
+    }
+
+    /// [`Self::get_many`] with the caller vouching for access and ticks: what a system's
+    /// `Query` calls.
+    ///
+    /// # Safety
+    /// - As for [`Self::iter_readonly_unchecked`].
+    pub unsafe fn get_many_readonly_unchecked<'w, const N: usize>(
+        &self,
+        world: &'w World,
+        entities: [Entity; N],
+        last_run: u32,
+        this_run: u32,
+    ) -> Result<[<D::ReadOnly as QueryData>::Item<'w>; N], QueryError> {
+        let mut error = None;
+        let items = entities.map(|e| {
+            // SAFETY: read-only items (forwarded from the caller), which may alias each other.
+            let item = unsafe { self.get_readonly_unchecked(world, e, last_run, this_run) };
+            item.map_err(|e| error.get_or_insert(e).clone()).ok()
+        });
+        match error {
+            Some(error) => Err(error),
+            None => Ok(items.map(|item| item.expect("no entity failed"))),
+        }
+    }
+
     /// The items of `N` distinct entities at once, mutably; [`QueryError::DuplicateEntity`] if
     /// one is named twice.
     pub fn get_many_mut<'w, const N: usize>(

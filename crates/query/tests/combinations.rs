@@ -772,6 +772,13 @@ fn get_single_count_and_is_empty_in_every_mode() {
     assert_eq!(q.get_many_mut(&mut world, [ta, dead]).unwrap_err(), QueryError::NoSuchEntity(dead));
     assert_eq!(q.get_many_mut(&mut world, [lone, ta]).unwrap_err(), QueryError::DoesNotMatch(lone));
     assert_eq!(q.get_many_mut(&mut world, []).unwrap().len(), 0);
+    // Read-only: an entity may come twice; the first failing entity's error.
+    assert_eq!(
+        q.get_many(&world, [ta, sa, ta]).unwrap().map(|(e, a)| (e, a.0)),
+        [(ta, 20), (sa, 33), (ta, 20)]
+    );
+    assert_eq!(q.get_many(&world, [ta, lone, dead]).unwrap_err(), QueryError::DoesNotMatch(lone));
+    assert_eq!(q.get_many(&world, [dead, lone]).unwrap_err(), QueryError::NoSuchEntity(dead));
     assert_eq!(q.single(&world).unwrap_err(), QueryError::MultipleEntities);
     assert_eq!(q.count(&world), 3);
     assert!(!q.is_empty(&world));

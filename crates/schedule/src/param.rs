@@ -189,6 +189,23 @@ impl<'w, 's, D: QueryData, F: QueryFilter> Query<'w, 's, D, F> {
         unsafe { self.state.get_unchecked(self.world, entity, self.last_run, self.this_run) }
     }
 
+    /// The read-only items of `N` entities (one may be named twice); the first entity's error
+    /// if one does not match.
+    pub fn get_many<const N: usize>(
+        &self,
+        entities: [Entity; N],
+    ) -> Result<[<D::ReadOnly as QueryData>::Item<'_>; N], QueryError> {
+        // SAFETY: as in `iter`.
+        unsafe {
+            self.state.get_many_readonly_unchecked(
+                self.world,
+                entities,
+                self.last_run,
+                self.this_run,
+            )
+        }
+    }
+
     /// The items of `N` distinct entities, mutably; an error if one is named twice.
     pub fn get_many_mut<const N: usize>(
         &mut self,

@@ -1399,3 +1399,29 @@ fn world_readers_and_command_systems_reserve_ids_in_schedule_order() {
     assert_eq!(indices, [0, 1, 2], "ids handed out out of schedule order: {ids:?}");
     assert_eq!(world.get::<A>(ids[1]), Some(&A(1)));
 }
+
+#[test]
+fn a_system_reads_many_entities_at_once_through_its_query() {
+    // A spring between two bodies: both read at once (read-only, so one may be named twice),
+    // then written one at a time.
+    struct Spring(Entity, Entity);
+    fn pull(springs: Query<&Spring>, mut bodies: Query<&mut A>) {
+        for spring in springs.iter() {
+            let [a, b] = bodies.get_many([spring.0, spring.1]).unwrap().map(|a| a.0);
+            let mid = (a + b) / 2;
+            bodies.get_mut(spring.0).unwrap().0 = mid;
+            bodies.get_mut(spring.1).unwrap().0 = mid;
+        }
+        let any = springs.iter().next().map(|s| s.0).unwrap();
+        assert_eq!(bodies.get_many([any, any]).unwrap().map(|a| a.0), [6, 6]);
+    }
+    let mut world = World::new();
+    let x = world.spawn((A(2),));
+    let y = world.spawn((A(10),));
+    world.spawn((Spring(x, y),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(pull);
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.get::<A>(x), Some(&A(6)));
+    assert_eq!(world.get::<A>(y), Some(&A(6)));
+}

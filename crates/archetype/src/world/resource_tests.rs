@@ -70,3 +70,71 @@ fn a_resource_whose_drop_panics_leaves_no_other_resource_undropped() {
     assert!(result.is_err(), "the first resource dropped panics");
     assert_eq!(drops.load(Ordering::Relaxed), 4, "every resource dropped once");
 }
+
+#[test]
+fn resource_scope_lends_the_world_and_the_resource_together() {
+    struct Level(Vec<u32>);
+    let mut world = World::new();
+    assert_eq!(world.resource_scope(|_, _: &mut Level| unreachable!("no Level yet")), None);
+    world.insert_resource(Level(vec![1, 2, 3]));
+    let added = world.resource_ticks::<Level>().unwrap().added;
+    world.increment_change_tick();
+    let spawned = world
+        .resource_scope(|world, level: &mut Level| {
+            assert!(!world.contains_resource::<Level>(), "out of the world while lent");
+            let spawned: Vec<Entity> = level.0.iter().map(|&n| world.spawn((n,))).collect();
+            level.0.clear();
+            world.increment_change_tick();
+            spawned
+        })
+        .unwrap();
+    assert_eq!(spawned.len(), 3);
+    assert_eq!(world.get::<u32>(spawned[2]), Some(&3));
+    assert!(world.resource::<Level>().unwrap().0.is_empty(), "the scope's writes are kept");
+    let ticks = world.resource_ticks::<Level>().unwrap();
+    assert_eq!(ticks.added, added, "put back, not added again");
+    assert_eq!(ticks.changed, world.change_tick(), "changed when it came back");
+}
+
+#[test]
+fn resource_scope_puts_the_resource_back_when_f_panics() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    world.insert_resource(Counted(drops.clone(), 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.resource_scope(|_, counted: &mut Counted| {
+            counted.1 = 2;
+            panic!("a system panics mid-scope");
+        })
+    }));
+    assert!(result.is_err());
+    assert_eq!(world.resource::<Counted>().unwrap().1, 2, "back, with the write before the panic");
+    assert_eq!(drops.load(Ordering::Relaxed), 0, "nothing dropped");
+}
+
+#[test]
+fn resource_scope_replaces_what_f_inserted_meanwhile() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut world = World::new();
+    world.insert_resource(Counted(drops.clone(), 1));
+    world.resource_scope(|world, _: &mut Counted| {
+        world.insert_resource(Counted(drops.clone(), 2));
+    });
+    assert_eq!(world.resource::<Counted>().unwrap().1, 1, "the scoped value goes back");
+    assert_eq!(drops.load(Ordering::Relaxed), 1, "the one inserted meanwhile was dropped");
+
+    // Its drop may panic: the scoped value is back first.
+    world.insert_resource(Panicking::<9>(drops.clone()));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.resource_scope(|world, _: &mut Panicking<9>| {
+            world.insert_resource(Panicking::<9>(drops.clone()));
+        })
+    }));
+    assert!(result.is_err(), "the replaced value's drop panicked");
+    assert!(world.contains_resource::<Panicking<9>>(), "the scoped value is back");
+    assert_eq!(drops.load(Ordering::Relaxed), 2);
+    let scoped = world.remove_resource::<Panicking<9>>();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(scoped)));
+    assert!(result.is_err(), "and its drop panics too, once");
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
+}
