@@ -54,6 +54,7 @@ mod access;
 mod commands;
 mod condition;
 mod config;
+mod custom_param;
 mod error;
 mod event;
 mod param;
@@ -97,6 +98,7 @@ pub mod prelude {
         QueryState, Ref, RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With,
         Without, World, WorldQueryExt, age_all_events, any_with_component, not, on_event,
         resource_added, resource_changed, resource_exists, resource_removed, run_once,
+        system_param,
     };
 }
 
