@@ -9,11 +9,15 @@
 //! `add_remove_batch` and `add_remove_sparse_batch` (both with `insert_batch`/`remove_batch`),
 //! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
 //! despawned in a seeded random order).
+//!
+//! `--small-reserve` anywhere on the line gives each world 64 MiB reservations instead of the
+//! default (terabytes of address space), which valgrind cannot map:
+//! `valgrind --tool=callgrind target/release/world_profile add_remove_sparse 10 --small-reserve`.
 #![allow(dead_code)] // The components are payload: written, never read back.
 
 use std::hint::black_box;
 
-use folio_archetype::{StorageType, World};
+use folio_archetype::{StorageConfig, StorageType, World};
 
 const N: usize = 10_000;
 
@@ -41,9 +45,19 @@ fn bundle() -> (Transform, Position, Rotation, Velocity) {
     )
 }
 
+/// A world as the workloads use it: the default, or with small reservations under
+/// `--small-reserve` (for valgrind).
+fn new_world() -> World {
+    if std::env::args().any(|a| a == "--small-reserve") {
+        World::with_storage(StorageConfig::new().with_reserve_bytes(64 << 20))
+    } else {
+        World::new()
+    }
+}
+
 /// Inserts then removes `B`, stored as `storage`, on `N` entities with `A`, `iters` times.
 fn add_remove(storage: StorageType, iters: usize) {
-    let mut world = World::new();
+    let mut world = new_world();
     world.register_component::<B>(storage).unwrap();
     let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
     for _ in 0..iters {
@@ -58,7 +72,7 @@ fn add_remove(storage: StorageType, iters: usize) {
 
 /// [`add_remove`] with one `insert_batch` and one `remove_batch` per pass.
 fn add_remove_batch(storage: StorageType, iters: usize) {
-    let mut world = World::new();
+    let mut world = new_world();
     world.register_component::<B>(storage).unwrap();
     let entities: Vec<_> = (0..N).map(|_| world.spawn((A(0.0),))).collect();
     for _ in 0..iters {
@@ -70,17 +84,18 @@ fn add_remove_batch(storage: StorageType, iters: usize) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let workload = args.get(1).map_or("simple_insert", String::as_str);
-    let iters: usize = args.get(2).map_or(100, |s| s.parse().unwrap());
+    let iters: usize =
+        args.get(2).filter(|a| !a.starts_with("--")).map_or(100, |s| s.parse().unwrap());
     match workload {
         "simple_insert" => {
             for _ in 0..iters {
-                let mut world = World::new();
+                let mut world = new_world();
                 black_box(world.spawn_batch((0..N).map(|_| bundle())));
             }
         }
         "insert_loop" => {
             for _ in 0..iters {
-                let mut world = World::new();
+                let mut world = new_world();
                 for _ in 0..N {
                     black_box(world.spawn(bundle()));
                 }
@@ -92,14 +107,14 @@ fn main() {
         "add_remove_sparse_batch" => add_remove_batch(StorageType::SparseSet, iters),
         "spawn_1m" => {
             for _ in 0..iters {
-                let mut world = World::new();
+                let mut world = new_world();
                 for i in 0..1_000_000 {
                     black_box(world.spawn((Small([i as f32; 10]),)));
                 }
             }
         }
         "despawn_1m" => {
-            let mut world = World::new();
+            let mut world = new_world();
             let mut es: Vec<_> =
                 (0..1_000_000).map(|i| world.spawn((Small([i as f32; 10]),))).collect();
             let mut state = 0x9E37_79B9_7F4A_7C15_u64;
