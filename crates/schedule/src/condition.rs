@@ -13,7 +13,7 @@ use crate::commands::CommandStats;
 use crate::error::ScheduleError;
 use crate::event::EventReader;
 use crate::param::{EventUpdater, Local, Query, Res};
-use crate::system::{IntoSystem, System};
+use crate::system::{IntoSystem, System, forward_to_inner};
 
 /// Whether resource `R` exists.
 pub fn resource_exists<R: Send + Sync + 'static>(res: Option<Res<R>>) -> bool {
@@ -88,24 +88,10 @@ impl<S: System<Out = bool>> IntoSystem<bool, IsNot> for Not<S> {
 unsafe impl<S: System<Out = bool>> System for Not<S> {
     type Out = bool;
 
+    forward_to_inner!();
+
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn access(&self) -> &SystemAccess {
-        self.inner.access()
-    }
-
-    fn validate(&self) -> Result<(), ScheduleError> {
-        self.inner.validate()
-    }
-
-    fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
-        self.inner.initialize(world)
-    }
-
-    fn update(&mut self, world: &World) {
-        self.inner.update(world);
     }
 
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> bool {
@@ -115,22 +101,6 @@ unsafe impl<S: System<Out = bool>> System for Not<S> {
 
     fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> bool {
         !self.inner.run_exclusive(world, this_run)
-    }
-
-    fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
-        self.inner.apply_deferred(world, stats);
-    }
-
-    fn discard_deferred(&mut self, world: &mut World) {
-        self.inner.discard_deferred(world);
-    }
-
-    fn event_updaters(&self) -> &[EventUpdater] {
-        self.inner.event_updaters()
-    }
-
-    fn check_change_tick(&mut self, now: u32) {
-        self.inner.check_change_tick(now);
     }
 }
 

@@ -7,7 +7,7 @@ use crate::access::SystemAccess;
 use crate::commands::CommandStats;
 use crate::error::ScheduleError;
 use crate::param::EventUpdater;
-use crate::system::{BoxedCondition, BoxedSystem, IntoSystem, System};
+use crate::system::{BoxedCondition, BoxedSystem, FallibleSystem, IntoSystem, System};
 use folio_query::World;
 
 /// What an ordering constraint points at.
@@ -35,6 +35,15 @@ impl IntoLabel<SetMarker> for &'static str {
 }
 
 impl<F: IntoSystem<(), M> + 'static, M> IntoLabel<(M,)> for F {
+    fn label(&self) -> Label {
+        Label::System(TypeId::of::<F>(), std::any::type_name::<F>())
+    }
+}
+
+/// Marks [`IntoLabel`] and [`IntoSystemConfig`] for systems that return `Result<(), E>`.
+pub struct FallibleMarker;
+
+impl<F: IntoSystem<Result<(), E>, M> + 'static, E, M> IntoLabel<(FallibleMarker, E, M)> for F {
     fn label(&self) -> Label {
         Label::System(TypeId::of::<F>(), std::any::type_name::<F>())
     }
@@ -105,9 +114,26 @@ pub trait IntoSystemConfig<Marker>: Sized {
     }
 }
 
-impl<F: IntoSystem<(), M> + 'static, M> IntoSystemConfig<M> for F {
+/// Marks [`IntoSystemConfig`] for systems that return nothing.
+pub struct InfallibleMarker;
+
+impl<F: IntoSystem<(), M> + 'static, M> IntoSystemConfig<(InfallibleMarker, M)> for F {
     fn into_config(self) -> SystemConfig {
         SystemConfig::new::<F>(Box::new(self.into_system()))
+    }
+}
+
+/// A system that returns `Result<(), E>`: a run that returns `Err` does not stop the others;
+/// [`Schedule::run`](crate::Schedule::run) reports it as
+/// [`ScheduleError::SystemFailed`](crate::ScheduleError::SystemFailed) once the run is
+/// complete.
+impl<F, E, M> IntoSystemConfig<(FallibleMarker, E, M)> for F
+where
+    F: IntoSystem<Result<(), E>, M> + 'static,
+    E: std::fmt::Display + 'static,
+{
+    fn into_config(self) -> SystemConfig {
+        SystemConfig::new::<F>(Box::new(FallibleSystem::new(self.into_system())))
     }
 }
 
@@ -184,7 +210,7 @@ pub struct SystemConfigs(pub(crate) Vec<SystemConfig>);
             (`Query`, `Res`, `ResMut`, `Option<Res>`, `Option<ResMut>`, `Local`, `Commands`, \
             `EventReader`, `EventWriter`, `RemovedComponents`, `&World`, a `ParamSet` of them; \
             up to 16), or a function of `&mut World` alone: an exclusive system takes no other \
-            parameter"
+            parameter; either returns nothing or `Result<(), E>` with `E: Display`"
 )]
 pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.

@@ -27,6 +27,16 @@ pub enum ScheduleError {
         /// The panic message, if it was a string.
         message: String,
     },
+    /// A system returned `Err` (systems may return `Result<(), E>`). The run went on: every
+    /// other system ran and every command buffer, the failing system's too, was applied.
+    SystemFailed {
+        /// The first system that failed, in the schedule's order.
+        system: String,
+        /// Its error, as its `Display` wrote it.
+        error: String,
+        /// How many other systems failed in the same run.
+        others: usize,
+    },
     /// An ordering constraint names a system or set that is not in the schedule (a typo, or a
     /// system not added).
     UnknownLabel(String),
@@ -61,6 +71,13 @@ impl fmt::Display for ScheduleError {
             Self::SystemPanicked { system, message } => {
                 write!(f, "system `{system}` panicked: {message}")
             }
+            Self::SystemFailed { system, error, others: 0 } => {
+                write!(f, "system `{system}` failed: {error}")
+            }
+            Self::SystemFailed { system, error, others } => write!(
+                f,
+                "system `{system}` failed: {error} (and {others} more system(s) in the same run)"
+            ),
             Self::Query { system, error } => write!(f, "system `{system}`: {error}"),
             Self::UnknownLabel(what) => {
                 write!(f, "an ordering constraint names {what}, which is not in the schedule")

@@ -86,8 +86,8 @@ pub use param_set::{MemberGetter, ParamSet, ParamSetMember, ParamSetMembers, Par
 pub use removed::{RemovedComponents, RemovedCursor};
 pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
 pub use system::{
-    BoxedCondition, BoxedSystem, ExclusiveSystem, FunctionSystem, IntoSystem, System,
-    SystemParamFunction,
+    BoxedCondition, BoxedSystem, ExclusiveSystem, FallibleSystem, FunctionSystem, IntoSystem,
+    System, SystemParamFunction,
 };
 
 /// Everything a game needs, in one `use`.

@@ -47,6 +47,13 @@
 //! Which of the other systems ran before the panic stopped the launches depends on timing, so
 //! after a panic (only then) the world can differ between thread counts.
 //!
+//! A system that returns `Result<(), E>` and returns `Err` stops nothing: the run completes
+//! as if it had returned `Ok` (its commands are applied), and then [`Schedule::run`] returns
+//! [`ScheduleError::SystemFailed`] for the first such system in the topological order (so the
+//! same one on any number of threads), counting the others. Only systems that can fail are
+//! asked, so a schedule without them pays nothing. A panic in the same run is what the run
+//! returns.
+//!
 //! A command that panics when it is applied throws away the rest of its buffer (entities it
 //! reserved are not left behind); the other buffers are still applied. At a sync point, no
 //! system after it runs, and the run returns the panic. However a run ends, the events are
@@ -262,6 +269,9 @@ struct Plan {
     /// ([`Node::ticks_taken`]).
     tick_offset: Vec<u32>,
     segments: Vec<Segment>,
+    /// The nodes whose runs can fail without panicking (systems that return `Result`), in
+    /// `order`: asked for their failure after every run. Empty for most schedules.
+    fallible: Vec<usize>,
 }
 
 /// A set of systems and the order they run in (see the module docs).
@@ -612,7 +622,8 @@ impl Schedule {
             }
         }
         flush(&mut current, &mut segments);
-        Ok(Plan { order, position, tick_offset, segments })
+        let fallible = order.iter().copied().filter(|&i| self.node(i).system.can_fail()).collect();
+        Ok(Plan { order, position, tick_offset, segments, fallible })
     }
 
     /// Runs every system once (see the module docs for order, commands and panics). Every
@@ -766,6 +777,9 @@ impl Schedule {
             timing.finish(&mut plan.segments);
         }
         self.age_events(world);
+        // Taken also when a panic is what the run reports: a failure must not be reported by
+        // a later run.
+        let failed = self.take_failures(&plan.fallible);
         if let Some((i, message)) = failure {
             return Err(ScheduleError::SystemPanicked {
                 system: self.node(i).system.name().to_owned(),
@@ -775,7 +789,28 @@ impl Schedule {
         if let Some(error) = sync_failure {
             return Err(error);
         }
-        applied
+        applied?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The first of `fallible`'s systems (in their order) whose run returned `Err`, with how
+    /// many others did; every one's failure is taken.
+    fn take_failures(&mut self, fallible: &[usize]) -> Option<ScheduleError> {
+        let mut first: Option<ScheduleError> = None;
+        for &i in fallible {
+            let system = &mut self.node_mut(i).system;
+            if let Some(error) = system.take_failure() {
+                match &mut first {
+                    None => {
+                        let system = system.name().to_owned();
+                        first = Some(ScheduleError::SystemFailed { system, error, others: 0 });
+                    }
+                    Some(ScheduleError::SystemFailed { others, .. }) => *others += 1,
+                    Some(_) => unreachable!("only failures are kept"),
+                }
+            }
+        }
+        first
     }
 
     /// Ages the event queues and removal logs [`Schedule::set_event_aging`] chose, each once:

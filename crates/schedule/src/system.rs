@@ -1,6 +1,7 @@
 //! Systems: plain functions whose parameters are [`SystemParam`]s (up to 16), closures of the
 //! same shape, and exclusive functions of `&mut World`.
 
+use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
@@ -73,6 +74,19 @@ pub unsafe trait System: Send + Sync + 'static {
     /// run condition keeps off for 2^32 ticks or more does not read its last run as recent
     /// again. Nothing by default (a system that keeps no tick).
     fn check_change_tick(&mut self, _now: u32) {}
+
+    /// Whether a run can fail without panicking (a system that returns `Result`, run through
+    /// [`FallibleSystem`]): the schedule asks such systems for [`System::take_failure`] after
+    /// each run, and no others. `false` by default.
+    fn can_fail(&self) -> bool {
+        false
+    }
+
+    /// The error of the system's last failed run, as text, taken (the next call says `None`
+    /// until a run fails again). `None` by default.
+    fn take_failure(&mut self) -> Option<String> {
+        None
+    }
 
     /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
     /// and applies its commands.
@@ -254,16 +268,22 @@ impl<F: SystemParamFunction<M>, M: 'static> IntoSystem<F::Out, (IsFunctionSystem
     }
 }
 
-/// A system with the world to itself: `FnMut(&mut World)`.
-pub struct ExclusiveSystem<F> {
+/// A system with the world to itself: `FnMut(&mut World)`, returning `Out` (`()`, or a
+/// `Result` for a system that can fail).
+pub struct ExclusiveSystem<F, Out = ()> {
     func: F,
     name: String,
     access: SystemAccess,
+    _out: PhantomData<fn() -> Out>,
 }
 
 // SAFETY: the access is exclusive, and `run_unsafe` never touches the world (it panics).
-unsafe impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSystem<F> {
-    type Out = ();
+unsafe impl<F, Out> System for ExclusiveSystem<F, Out>
+where
+    F: FnMut(&mut World) -> Out + Send + Sync + 'static,
+    Out: 'static,
+{
+    type Out = Out;
 
     fn name(&self) -> &str {
         &self.name
@@ -279,12 +299,12 @@ unsafe impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSy
 
     fn update(&mut self, _: &World) {}
 
-    unsafe fn run_unsafe(&mut self, _: &World, _: u32) {
+    unsafe fn run_unsafe(&mut self, _: &World, _: u32) -> Out {
         unreachable!("exclusive systems run through run_exclusive")
     }
 
-    fn run_exclusive(&mut self, world: &mut World, _: u32) {
-        (self.func)(world);
+    fn run_exclusive(&mut self, world: &mut World, _: u32) -> Out {
+        (self.func)(world)
     }
 
     fn apply_deferred(&mut self, _: &mut World, _: &mut CommandStats) {}
@@ -296,12 +316,117 @@ unsafe impl<F: FnMut(&mut World) + Send + Sync + 'static> System for ExclusiveSy
     }
 }
 
-impl<F: FnMut(&mut World) + Send + Sync + 'static> IntoSystem<(), IsExclusiveSystem> for F {
-    type System = ExclusiveSystem<F>;
+impl<F, Out> IntoSystem<Out, IsExclusiveSystem> for F
+where
+    F: FnMut(&mut World) -> Out + Send + Sync + 'static,
+    Out: 'static,
+{
+    type System = ExclusiveSystem<F, Out>;
 
     fn into_system(self) -> Self::System {
         let access = SystemAccess { exclusive: true, ..SystemAccess::default() };
-        ExclusiveSystem { func: self, name: std::any::type_name::<F>().to_owned(), access }
+        let name = crate::param::short_type_name(std::any::type_name::<F>());
+        ExclusiveSystem { func: self, name, access, _out: PhantomData }
+    }
+}
+
+/// The [`System`] methods an adapter (a system wrapping another, in its field `inner`) takes
+/// over from the system it wraps unchanged.
+macro_rules! forward_to_inner {
+    () => {
+        fn access(&self) -> &SystemAccess {
+            self.inner.access()
+        }
+
+        fn validate(&self) -> Result<(), ScheduleError> {
+            self.inner.validate()
+        }
+
+        fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+            self.inner.initialize(world)
+        }
+
+        fn update(&mut self, world: &World) {
+            self.inner.update(world);
+        }
+
+        fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
+            self.inner.apply_deferred(world, stats);
+        }
+
+        fn discard_deferred(&mut self, world: &mut World) {
+            self.inner.discard_deferred(world);
+        }
+
+        fn event_updaters(&self) -> &[EventUpdater] {
+            self.inner.event_updaters()
+        }
+
+        fn check_change_tick(&mut self, now: u32) {
+            self.inner.check_change_tick(now);
+        }
+    };
+}
+pub(crate) use forward_to_inner;
+
+/// A system that returns `Result<(), E>`, as the schedule runs it: a run that returns `Err`
+/// is kept (as its error's `Display` text) until the schedule asks for it
+/// ([`System::take_failure`]), and reported by [`Schedule::run`](crate::Schedule::run) as
+/// [`ScheduleError::SystemFailed`] once the run is complete.
+pub struct FallibleSystem<S, E> {
+    inner: S,
+    failure: Option<String>,
+    _error: PhantomData<fn() -> E>,
+}
+
+impl<S, E> FallibleSystem<S, E> {
+    /// `inner`, its failures kept.
+    pub fn new(inner: S) -> Self {
+        Self { inner, failure: None, _error: PhantomData }
+    }
+
+    fn keep(&mut self, out: Result<(), E>)
+    where
+        E: fmt::Display,
+    {
+        if let Err(error) = out {
+            self.failure = Some(error.to_string());
+        }
+    }
+}
+
+// SAFETY: every method forwards to `inner`, whose access this is; `run_unsafe` and
+// `run_exclusive` only look at what it returned.
+unsafe impl<S, E> System for FallibleSystem<S, E>
+where
+    S: System<Out = Result<(), E>>,
+    E: fmt::Display + 'static,
+{
+    type Out = ();
+
+    forward_to_inner!();
+
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) {
+        // SAFETY: forwarded from the caller, with the same access.
+        let out = unsafe { self.inner.run_unsafe(world, this_run) };
+        self.keep(out);
+    }
+
+    fn run_exclusive(&mut self, world: &mut World, this_run: u32) {
+        let out = self.inner.run_exclusive(world, this_run);
+        self.keep(out);
+    }
+
+    fn can_fail(&self) -> bool {
+        true
+    }
+
+    fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
     }
 }
 
