@@ -104,5 +104,128 @@ unsafe impl<S: System<Out = bool>> System for Not<S> {
     }
 }
 
+/// The condition that holds when `a` or `b` does: `run_if(or(on_event::<Click>,
+/// resource_changed::<Settings>))`. Both are evaluated every time, without short-circuiting,
+/// so each keeps what it has seen ("changed since last evaluated", the events it has read)
+/// up to date whichever answers.
+pub fn or<MA, MB>(
+    a: impl IntoSystem<bool, MA>,
+    b: impl IntoSystem<bool, MB>,
+) -> Combined<impl System<Out = bool>, impl System<Out = bool>> {
+    Combined::new(a.into_system(), b.into_system(), false)
+}
+
+/// The condition that holds when `a` and `b` both do (both evaluated every time, as in
+/// [`or`]): for use inside [`or`] and [`not`]; on a system, `run_if(a).run_if(b)` says the same.
+pub fn and<MA, MB>(
+    a: impl IntoSystem<bool, MA>,
+    b: impl IntoSystem<bool, MB>,
+) -> Combined<impl System<Out = bool>, impl System<Out = bool>> {
+    Combined::new(a.into_system(), b.into_system(), true)
+}
+
+/// Two run conditions combined (see [`or`] and [`and`]): both run, each with its own state;
+/// the access is both of theirs.
+pub struct Combined<A, B> {
+    a: A,
+    b: B,
+    /// `and` when true, `or` when false.
+    all: bool,
+    name: String,
+    access: SystemAccess,
+    /// Both conditions' event agers (known once they are initialized).
+    updaters: Vec<EventUpdater>,
+}
+
+impl<A: System<Out = bool>, B: System<Out = bool>> Combined<A, B> {
+    fn new(a: A, b: B, all: bool) -> Self {
+        let name = format!("{}({}, {})", if all { "and" } else { "or" }, a.name(), b.name());
+        let mut access = a.access().clone();
+        access.extend(b.access());
+        Self { a, b, all, name, access, updaters: Vec::new() }
+    }
+
+    fn answer(&self, a: bool, b: bool) -> bool {
+        if self.all { a && b } else { a || b }
+    }
+}
+
+/// Marks [`IntoSystem`] for [`Combined`].
+pub struct IsCombined;
+
+// Not offered as a hint when something else fails to be a system.
+#[diagnostic::do_not_recommend]
+impl<A: System<Out = bool>, B: System<Out = bool>> IntoSystem<bool, IsCombined> for Combined<A, B> {
+    type System = Self;
+
+    fn into_system(self) -> Self {
+        self
+    }
+}
+
+// SAFETY: the access is the union of the two conditions' (`SystemAccess::extend`), and a run
+// runs each of them once, within its own access.
+unsafe impl<A: System<Out = bool>, B: System<Out = bool>> System for Combined<A, B> {
+    type Out = bool;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn access(&self) -> &SystemAccess {
+        &self.access
+    }
+
+    fn validate(&self) -> Result<(), ScheduleError> {
+        self.a.validate()?;
+        self.b.validate()
+    }
+
+    fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        self.a.initialize(world)?;
+        self.b.initialize(world)?;
+        self.updaters = self.a.event_updaters().to_vec();
+        self.updaters.extend_from_slice(self.b.event_updaters());
+        Ok(())
+    }
+
+    fn update(&mut self, world: &World) {
+        self.a.update(world);
+        self.b.update(world);
+    }
+
+    unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> bool {
+        // SAFETY: forwarded from the caller, who holds the union of the two accesses.
+        let (a, b) =
+            unsafe { (self.a.run_unsafe(world, this_run), self.b.run_unsafe(world, this_run)) };
+        self.answer(a, b)
+    }
+
+    fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> bool {
+        let a = self.a.run_exclusive(world, this_run);
+        let b = self.b.run_exclusive(world, this_run);
+        self.answer(a, b)
+    }
+
+    fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
+        self.a.apply_deferred(world, stats);
+        self.b.apply_deferred(world, stats);
+    }
+
+    fn discard_deferred(&mut self, world: &mut World) {
+        self.a.discard_deferred(world);
+        self.b.discard_deferred(world);
+    }
+
+    fn event_updaters(&self) -> &[EventUpdater] {
+        &self.updaters
+    }
+
+    fn check_change_tick(&mut self, now: u32) {
+        self.a.check_change_tick(now);
+        self.b.check_change_tick(now);
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -69,8 +69,8 @@ mod workers;
 pub use access::SystemAccess;
 pub use commands::{CommandQueue, CommandStats, Commands, EntityCommands};
 pub use condition::{
-    IsNot, Not, any_with_component, not, on_event, resource_added, resource_changed,
-    resource_exists, resource_removed, run_once,
+    Combined, IsCombined, IsNot, Not, and, any_with_component, not, on_event, or, resource_added,
+    resource_changed, resource_exists, resource_removed, run_once,
 };
 pub use config::{
     ApplyDeferred, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig, SystemConfig,
@@ -96,7 +96,7 @@ pub mod prelude {
         Added, ApplyDeferred, Changed, Commands, Entity, EventAging, EventReader, EventWriter,
         Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query,
         QueryState, Ref, RemovedComponents, Res, ResMut, Schedule, SetConfig, StorageType, With,
-        Without, World, WorldQueryExt, age_all_events, any_with_component, not, on_event,
+        Without, World, WorldQueryExt, age_all_events, and, any_with_component, not, on_event, or,
         resource_added, resource_changed, resource_exists, resource_removed, run_once,
         system_param,
     };

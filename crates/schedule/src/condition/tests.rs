@@ -396,3 +396,41 @@ fn an_event_writer_marks_its_queue_changed_when_it_sends_and_aging_does_not() {
     assert_eq!(step(&mut world, empty), Runs::default());
     assert_eq!(step(&mut world, Plan::default()), Runs::default());
 }
+
+#[test]
+fn or_and_and_combine_conditions_and_keep_each_ones_state() {
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    world.insert_resource(Events::<Ping>::default());
+    let mut schedule = Schedule::new();
+    schedule.add_systems((
+        (|mut r: ResMut<Runs>| r.event += 1)
+            .run_if(or(on_event::<Ping>, resource_exists::<Paused>)),
+        (|mut r: ResMut<Runs>| r.exists += 1)
+            .run_if(and(resource_exists::<Score>, not(resource_exists::<Paused>))),
+        (|mut r: ResMut<Runs>| r.once += 1).run_if(or(run_once, and(run_once, run_once))),
+    ));
+    let mut step = |world: &mut World| runs_of(&mut schedule, world);
+    assert_eq!(step(&mut world), Runs { once: 1, ..Runs::default() });
+    world.resource_mut::<Events<Ping>>().unwrap().send(Ping);
+    world.insert_resource(Score(0));
+    assert_eq!(step(&mut world), Runs { event: 1, exists: 1, ..Runs::default() });
+    // The event was read once, though `or` had its answer from it alone: not seen again.
+    assert_eq!(step(&mut world), Runs { exists: 1, ..Runs::default() });
+    world.insert_resource(Paused);
+    assert_eq!(step(&mut world), Runs { event: 1, ..Runs::default() });
+
+    // The access is both conditions': a writer of either is ordered with the system.
+    let either = or(resource_exists::<Score>, resource_exists::<Paused>);
+    let access = crate::System::access(&either);
+    let writes_paused = crate::IntoSystem::into_system(|_: ResMut<Paused>| {});
+    assert!(access.conflicts_with(crate::System::access(&writes_paused)));
+    assert_eq!(crate::System::name(&either).split('(').next(), Some("or"));
+    // A condition that writes is refused inside them too.
+    let writes = |mut r: ResMut<Runs>| {
+        r.once += 1;
+        true
+    };
+    let refused = Schedule::new().try_add_systems((|| {}).run_if(and(run_once, writes))).err();
+    assert!(matches!(refused, Some(crate::ScheduleError::ConditionNotReadOnly { .. })));
+}
