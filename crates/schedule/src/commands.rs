@@ -285,6 +285,29 @@ impl<'w, 's> Commands<'w, 's> {
         entity
     }
 
+    /// Spawns an entity for each bundle `bundles` yields, when the buffer is applied, as one
+    /// [`World::spawn_batch`] (rows written a room-full at a time): the way to spawn many
+    /// entities from a system (a burst of particles). Their ids are not handed out; spawn with
+    /// [`Commands::spawn`] what must be named before the buffer is applied.
+    ///
+    /// The iterator runs when the buffer is applied, so it is stored in the buffer (hence
+    /// `Send + Sync + 'static`; collect into a `Vec` first what borrows from the system). As
+    /// with `World::spawn_batch`, a bundle that repeats a component type, or memory refused,
+    /// panics when applied: the rest of this buffer is thrown away and the schedule's run
+    /// returns the panic.
+    pub fn spawn_batch<I>(&mut self, bundles: I)
+    where
+        I: IntoIterator,
+        I::Item: Bundle,
+        I::IntoIter: Send + Sync + 'static,
+    {
+        let bundles = bundles.into_iter();
+        self.push("spawn_batch", None, move |world| {
+            world.spawn_batch(bundles);
+            Ok(())
+        });
+    }
+
     /// Despawns `entity`.
     pub fn despawn(&mut self, entity: Entity) {
         self.push("despawn", Some(entity), move |world| world.despawn(entity));
@@ -699,5 +722,42 @@ mod tests {
             assert_eq!(buffered.get::<f32>(b), direct.get::<f32>(d), "{b} / {d}");
         }
         buffered.check_invariants();
+    }
+
+    #[test]
+    fn spawn_batch_spawns_in_order_when_applied_and_drops_what_it_never_ran() {
+        use folio_query::WorldQueryExt;
+        let (drops, mut world, mut queue) = setup();
+        let mut stats = CommandStats::default();
+        let mut commands = Commands::new(&mut queue, &world);
+        let named = commands.spawn((Aligned([9; 3]),));
+        let counted: Vec<Counted> = (0..3).map(|_| Counted(drops.clone())).collect();
+        commands.spawn_batch(counted.into_iter().map(|c| (c, 1u16)));
+        commands.spawn_batch((0..4u8).map(|i| (Aligned([i; 3]),)));
+        commands.despawn(named);
+        assert_eq!(world.len(), 0, "nothing spawned before the apply");
+        queue.apply(&mut world, &mut stats);
+        assert_eq!((stats.applied, stats.skipped), (4, 0));
+        assert_eq!(world.len(), 7);
+        let mut aligned: Vec<u8> = world.query::<&Aligned>().iter(&world).map(|a| a.0[0]).collect();
+        aligned.sort_unstable();
+        assert_eq!(aligned, [0, 1, 2, 3], "the named one despawned after the batch");
+        assert!(
+            world
+                .query::<&Aligned>()
+                .iter(&world)
+                .all(|a| (a as *const Aligned).addr().is_multiple_of(64))
+        );
+        world.check_invariants();
+        assert_eq!(drops.load(Ordering::Relaxed), 0);
+        drop(world);
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
+
+        // A batch never applied: its iterator, and the bundles it holds, are dropped once.
+        let (drops, world, mut queue) = setup();
+        let mut commands = Commands::new(&mut queue, &world);
+        commands.spawn_batch(vec![(Counted(drops.clone()),), (Counted(drops.clone()),)]);
+        drop(queue);
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
     }
 }
