@@ -224,7 +224,7 @@ fn sets_run_in_parallel_schedules_deterministically() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
             let mut world = World::new();
-            for i in 0..200 {
+            for i in 0..if cfg!(miri) { 30 } else { 200 } {
                 if i % 3 == 0 {
                     world.spawn((A(i), B(i)));
                 } else {
