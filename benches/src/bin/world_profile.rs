@@ -82,10 +82,10 @@ fn add_remove_batch(storage: StorageType, iters: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let workload = args.get(1).map_or("simple_insert", String::as_str);
-    let iters: usize =
-        args.get(2).filter(|a| !a.starts_with("--")).map_or(100, |s| s.parse().unwrap());
+    // The workload and the iterations, wherever `--small-reserve` is.
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let workload = args.first().map_or("simple_insert", String::as_str);
+    let iters: usize = args.get(1).map_or(100, |s| s.parse().unwrap());
     match workload {
         "simple_insert" => {
             for _ in 0..iters {

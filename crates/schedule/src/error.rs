@@ -27,8 +27,9 @@ pub enum ScheduleError {
         /// The panic message, if it was a string.
         message: String,
     },
-    /// A system returned `Err` (systems may return `Result<(), E>`). The run went on: every
-    /// other system ran and every command buffer, the failing system's too, was applied.
+    /// A system returned `Err` (systems may return `Result<(), E>`). The run went on as after
+    /// an `Ok`: the other systems ran (as their run conditions allowed) and every command
+    /// buffer, the failing system's too, was applied.
     SystemFailed {
         /// The first system that failed, in the schedule's order.
         system: String,

@@ -428,6 +428,19 @@ where
     fn take_failure(&mut self) -> Option<String> {
         self.failure.take()
     }
+
+    /// Runs the system once on its own, as [`System::run`] does; a run that returned `Err` is
+    /// [`ScheduleError::SystemFailed`] (its commands applied, as in a schedule).
+    fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        match self.inner.run(world)? {
+            Ok(()) => Ok(()),
+            Err(error) => Err(ScheduleError::SystemFailed {
+                system: self.inner.name().to_owned(),
+                error: error.to_string(),
+                others: 0,
+            }),
+        }
+    }
 }
 
 macro_rules! impl_system_function {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use crate::prelude::*;
 use crate::schedule::SegmentRuns;
-use crate::{EntityError, QueryError, ScheduleError, SystemAccess, age_all_events};
+use crate::{
+    EntityError, IntoSystem, QueryError, ScheduleError, System, SystemAccess, age_all_events,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct A(u64);
@@ -1557,8 +1559,9 @@ fn question_marks_exclusive_systems_and_panics_beside_failures() {
     assert_eq!(world.resource::<Shots>().unwrap().0, 7);
 
     // A panic in the same run is what the run reports; the failure is not carried over.
-    fn fails() -> Result<(), String> {
-        Err("failed".to_owned())
+    fn fails(mut runs: Local<u32>) -> Result<(), String> {
+        *runs += 1;
+        if *runs == 1 { Err("failed".to_owned()) } else { Ok(()) }
     }
     fn panics(flag: Option<Res<Shots>>) {
         if flag.is_some() {
@@ -1572,6 +1575,14 @@ fn question_marks_exclusive_systems_and_panics_beside_failures() {
     schedule.add_systems((fails, panics.after(fails)));
     assert!(matches!(schedule.run(&mut world), Err(ScheduleError::SystemPanicked { .. })));
     world.remove_resource::<Shots>();
-    let err = schedule.run(&mut world).unwrap_err();
-    assert!(matches!(err, ScheduleError::SystemFailed { others: 0, .. }), "{err}");
+    schedule.run(&mut world).unwrap(); // the first run's failure is not reported again
+
+    // On its own, a failing system's run is the same error.
+    let mut system = IntoSystem::into_system(fails);
+    let mut world = World::new();
+    assert!(System::run(&mut system, &mut world).is_ok(), "the raw system returns its Result");
+    let mut fallible = crate::FallibleSystem::new(IntoSystem::into_system(fails));
+    let err = System::run(&mut fallible, &mut world).unwrap_err();
+    assert!(matches!(&err, ScheduleError::SystemFailed { system, .. } if system == "fails"));
+    System::run(&mut fallible, &mut world).unwrap();
 }

@@ -420,6 +420,22 @@ fn or_and_and_combine_conditions_and_keep_each_ones_state() {
     world.insert_resource(Paused);
     assert_eq!(step(&mut world), Runs { event: 1, ..Runs::default() });
 
+    // No short-circuit: with the first side true, the second still reads its events.
+    let mut world = World::new();
+    world.insert_resource(Runs::default());
+    world.insert_resource(Events::<Ping>::default());
+    world.insert_resource(Paused);
+    let mut schedule = Schedule::new();
+    schedule.add_systems(
+        (|mut r: ResMut<Runs>| r.event += 1)
+            .run_if(or(resource_exists::<Paused>, on_event::<Ping>)),
+    );
+    world.resource_mut::<Events<Ping>>().unwrap().send(Ping);
+    assert_eq!(runs_of(&mut schedule, &mut world), Runs { event: 1, ..Runs::default() });
+    world.remove_resource::<Paused>();
+    // The ping is still in its queue (events live two runs), but the condition has read it.
+    assert_eq!(runs_of(&mut schedule, &mut world), Runs::default());
+
     // The access is both conditions': a writer of either is ordered with the system.
     let either = or(resource_exists::<Score>, resource_exists::<Paused>);
     let access = crate::System::access(&either);

@@ -13,6 +13,8 @@ use crate::{IntoSystem, ScheduleError, System};
 struct A(u64);
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct B(u64);
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct C(u64);
 #[derive(Debug, Default, PartialEq)]
 struct Score(u64);
 struct Ping;
@@ -71,7 +73,7 @@ fn a_member_conflicting_with_another_parameter_is_rejected_naming_both() {
     let text = err.to_string();
     assert!(matches!(&err, ScheduleError::ConflictingParams { .. }), "{text}");
     assert!(text.contains("`before`") && text.contains("`Query<&A>` and `ParamSet<"), "{text}");
-    assert!(text.contains("ParamSet"), "the message suggests the fix: {text}");
+    assert!(text.contains("through a ParamSet"), "the message suggests the fix: {text}");
 
     // A parameter after the set is checked against every member.
     fn after(_: ParamSet<(Query<&B>, Res<Score>)>, _: ResMut<Score>) {}
@@ -220,6 +222,12 @@ fn sets_run_in_parallel_schedules_deterministically() {
             b.0 = b.0.wrapping_add(a.0);
         }
     }
+    // Shares nothing with the set: runs beside it on the pool.
+    fn bump_c(mut q: Query<&mut C>) {
+        for mut c in q.iter_mut() {
+            c.0 = c.0.wrapping_mul(7).wrapping_add(1);
+        }
+    }
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         pool.install(|| {
@@ -228,19 +236,19 @@ fn sets_run_in_parallel_schedules_deterministically() {
                 if i % 3 == 0 {
                     world.spawn((A(i), B(i)));
                 } else {
-                    world.spawn((A(i),));
+                    world.spawn((A(i), C(i)));
                 }
             }
             let mut schedule = Schedule::new();
             schedule.set_min_parallel_work(std::time::Duration::ZERO);
-            schedule.add_systems((read_a_write_b, set_system, read_a_write_b));
+            schedule.add_systems((read_a_write_b, set_system, bump_c, read_a_write_b));
             for _ in 0..4 {
                 schedule.run(&mut world).unwrap();
             }
-            let mut out: Vec<(u64, Option<u64>)> = world
-                .query::<(&A, Option<&B>)>()
+            let mut out: Vec<(u64, Option<u64>, Option<u64>)> = world
+                .query::<(&A, Option<&B>, Option<&C>)>()
                 .iter(&world)
-                .map(|(a, b)| (a.0, b.map(|b| b.0)))
+                .map(|(a, b, c)| (a.0, b.map(|b| b.0), c.map(|c| c.0)))
                 .collect();
             out.sort_unstable();
             out
@@ -289,14 +297,19 @@ fn every_kind_of_parameter_is_a_member_up_to_eight() {
     world.insert_resource(Score(0));
     let a = world.spawn((A(1),));
     let b = world.spawn((B(0),));
+    world.spawn((B(0),));
     let mut schedule = serial();
     schedule.add_systems(everything);
-    schedule.run(&mut world).unwrap(); // runs 1, score 1; no event yet heard
+    schedule.run(&mut world).unwrap(); // runs 1, score 1; no event yet heard, no spawn
     assert_eq!(world.get::<A>(a), Some(&A(1)));
+    assert_eq!(world.query::<&A>().iter(&world).count(), 1);
     world.remove::<(B,)>(b).unwrap();
-    schedule.run(&mut world).unwrap(); // runs 2, score 3; last run's ping, one B removed
+    // Runs 2, score 3: last run's ping heard, one B removed, and the tuple member's commands
+    // spawn one A per entity left with B (one), applied at the end of the run.
+    schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Score>(), Some(&Score(3)));
     assert_eq!(world.get::<A>(a), Some(&A(1 + 100 + 1000)));
-    schedule.run(&mut world).unwrap(); // score 3 seen: one spawn per entity with B (none left)
-    assert_eq!(world.query::<&A>().iter(&world).count(), 1);
+    assert_eq!(world.query::<&A>().iter(&world).count(), 2);
+    schedule.run(&mut world).unwrap(); // score 6: no spawn
+    assert_eq!(world.query::<&A>().iter(&world).count(), 2);
 }
