@@ -33,26 +33,8 @@ impl SystemAccess {
         access: FilteredAccess,
         param: String,
     ) -> Result<(), ScheduleError> {
-        for (other, other_param) in &self.queries {
-            if let Some(key) = access.conflict(other) {
-                return Err(ScheduleError::ConflictingParams {
-                    system: system.to_owned(),
-                    first: other_param.clone(),
-                    second: param,
-                    on: key.name,
-                });
-            }
-        }
-        if self.world_read && !access.writes.is_empty() {
-            return Err(ScheduleError::ConflictingParams {
-                system: system.to_owned(),
-                first: "&World".to_owned(),
-                second: param,
-                on: "the world",
-            });
-        }
-        self.queries.push((access, param));
-        Ok(())
+        let queries = vec![(access, param.clone())];
+        self.add_param(system, &[SystemAccess { queries, ..Self::default() }], param)
     }
 
     /// Adds the members of a `ParamSet` (`param`): each member's access is checked against the
@@ -65,8 +47,51 @@ impl SystemAccess {
         members: &[SystemAccess],
         param: String,
     ) -> Result<(), ScheduleError> {
-        for member in members {
-            if let Some((first, on)) = self.conflict_with_param(member) {
+        self.add_param(system, members, param)
+    }
+
+    /// Adds a resource read.
+    pub fn add_resource_read(
+        &mut self,
+        system: &str,
+        key: TypeKey,
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        let mut access = Self::default();
+        access.resource_reads.insert(key);
+        self.add_param(system, &[access], param)
+    }
+
+    /// Adds a resource write.
+    pub fn add_resource_write(
+        &mut self,
+        system: &str,
+        key: TypeKey,
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        let mut access = Self::default();
+        access.resource_writes.insert(key);
+        self.add_param(system, &[access], param)
+    }
+
+    /// Marks a read of the whole world; an error if the system writes anything.
+    pub fn add_world_read(&mut self, system: &str) -> Result<(), ScheduleError> {
+        let access = Self { world_read: true, ..Self::default() };
+        self.add_param(system, &[access], "&World".to_owned())
+    }
+
+    /// Adds one parameter (`param`), whose access is the union of `parts`: each part is
+    /// checked against the system's parameters so far (not against the other parts: several
+    /// are the members of a `ParamSet`), then all are merged in. The one place every
+    /// parameter's access goes through.
+    fn add_param(
+        &mut self,
+        system: &str,
+        parts: &[SystemAccess],
+        param: String,
+    ) -> Result<(), ScheduleError> {
+        for part in parts {
+            if let Some((first, on)) = self.conflict_with_param(part) {
                 return Err(ScheduleError::ConflictingParams {
                     system: system.to_owned(),
                     first,
@@ -75,15 +100,14 @@ impl SystemAccess {
                 });
             }
         }
-        for member in members {
-            self.extend(member);
+        for part in parts {
+            self.extend(part);
         }
         Ok(())
     }
 
     /// The first of this system's parameters that another parameter with access `other` would
-    /// alias, and what on; `None` if they can be used side by side. The checks are those of
-    /// `add_query`, `add_resource_read`, `add_resource_write` and `add_world_read`.
+    /// alias, and what on; `None` if they can be used side by side.
     fn conflict_with_param(&self, other: &SystemAccess) -> Option<(String, &'static str)> {
         for (access, _) in &other.queries {
             for (mine, name) in &self.queries {
@@ -119,66 +143,6 @@ impl SystemAccess {
             }
         }
         None
-    }
-
-    /// Adds a resource read.
-    pub fn add_resource_read(
-        &mut self,
-        system: &str,
-        key: TypeKey,
-        param: String,
-    ) -> Result<(), ScheduleError> {
-        if self.resource_writes.contains(key.id) {
-            return Err(self.resource_conflict(system, key, param));
-        }
-        self.resource_reads.insert(key);
-        Ok(())
-    }
-
-    /// Adds a resource write.
-    pub fn add_resource_write(
-        &mut self,
-        system: &str,
-        key: TypeKey,
-        param: String,
-    ) -> Result<(), ScheduleError> {
-        if self.world_read
-            || self.resource_writes.contains(key.id)
-            || self.resource_reads.contains(key.id)
-        {
-            return Err(self.resource_conflict(system, key, param));
-        }
-        self.resource_writes.insert(key);
-        Ok(())
-    }
-
-    fn resource_conflict(&self, system: &str, key: TypeKey, param: String) -> ScheduleError {
-        let first = if self.world_read {
-            "&World".to_owned()
-        } else {
-            format!("another parameter using {}", crate::param::short_type_name(key.name))
-        };
-        ScheduleError::ConflictingParams {
-            system: system.to_owned(),
-            first,
-            second: param,
-            on: key.name,
-        }
-    }
-
-    /// Marks a read of the whole world; an error if the system writes anything.
-    pub fn add_world_read(&mut self, system: &str) -> Result<(), ScheduleError> {
-        let writes_components = self.queries.iter().any(|(a, _)| !a.writes.is_empty());
-        if writes_components || !self.resource_writes.is_empty() {
-            return Err(ScheduleError::ConflictingParams {
-                system: system.to_owned(),
-                first: "a writing parameter".to_owned(),
-                second: "&World".to_owned(),
-                on: "the world",
-            });
-        }
-        self.world_read = true;
-        Ok(())
     }
 
     /// Whether the system writes anything at all.
