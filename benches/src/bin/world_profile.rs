@@ -8,7 +8,9 @@
 //! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set),
 //! `add_remove_batch` and `add_remove_sparse_batch` (both with `insert_batch`/`remove_batch`),
 //! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
-//! despawned in a seeded random order).
+//! despawned in a seeded random order), `commands_spawn` and `commands_spawn_batch` (10,000
+//! `(Position, Velocity)` entities through a command buffer, one `spawn` command each or one
+//! `spawn_batch`, applied to a fresh world).
 //!
 //! `--small-reserve` anywhere on the line gives each world 64 MiB reservations instead of the
 //! default (terabytes of address space), which valgrind cannot map:
@@ -67,6 +69,28 @@ fn add_remove(storage: StorageType, iters: usize) {
         for &e in &entities {
             black_box(world.remove::<(B,)>(e));
         }
+    }
+}
+
+/// `N` `(Position, Velocity)` entities spawned through a command buffer (one `spawn` command
+/// each, or one `spawn_batch`) into a fresh world, `iters` times.
+fn commands_spawn(iters: usize, batch: bool) {
+    use folio_schedule::{CommandQueue, CommandStats, Commands};
+    let mut queue = CommandQueue::default();
+    let mut stats = CommandStats::default();
+    for _ in 0..iters {
+        let mut world = new_world();
+        let mut commands = Commands::new(&mut queue, &world);
+        if batch {
+            commands.spawn_batch((0..N).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
+        } else {
+            for i in 0..N {
+                black_box(commands.spawn((Position([i as f32; 3]), Velocity([1.0; 3]))));
+            }
+        }
+        queue.apply(&mut world, &mut stats);
+        world.flush();
+        assert_eq!(world.len(), N);
     }
 }
 
@@ -130,6 +154,8 @@ fn main() {
                 world.despawn(e).unwrap();
             }
         }
+        "commands_spawn" => commands_spawn(iters, false),
+        "commands_spawn_batch" => commands_spawn(iters, true),
         other => panic!("unknown workload {other}"),
     }
 }
