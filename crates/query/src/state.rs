@@ -634,9 +634,13 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ) -> Result<[<D::ReadOnly as QueryData>::Item<'w>; N], QueryError> {
         let mut error = None;
         let items = entities.map(|e| {
+            // After the first error the rest are not looked up: the call fails anyway.
+            if error.is_some() {
+                return None;
+            }
             // SAFETY: read-only items (forwarded from the caller), which may alias each other.
             let item = unsafe { self.get_readonly_unchecked(world, e, last_run, this_run) };
-            item.map_err(|e| error.get_or_insert(e).clone()).ok()
+            item.map_err(|e| error = Some(e)).ok()
         });
         match error {
             Some(error) => Err(error),
