@@ -31,6 +31,9 @@ fn main() {
         slowest = slowest.max(t.elapsed());
     }
     let payload = N * size_of::<Transform>();
+    assert_eq!(transforms.as_ptr(), first, "a virtual array never moves its elements");
+    // Commits grow a step (1 MiB) at a time, so less than one step is held above the payload.
+    assert!(transforms.committed_bytes() - payload < 1 << 20);
     println!("VirtualVec: {N} transforms pushed in {:.1?}", start.elapsed());
     println!("  first element moved: {}", transforms.as_ptr() != first);
     println!("  slowest single push: {slowest:.1?}");
@@ -44,6 +47,8 @@ fn main() {
     );
     transforms.truncate(1000);
     transforms.shrink_to_fit().expect("decommit");
+    assert!(transforms.committed_bytes() < 1 << 20, "emptied pages went back to the OS");
+    assert_eq!(transforms.as_ptr(), first);
     println!(
         "  after truncating to 1,000 and shrink_to_fit: {} KiB committed, first element still at \
          the same address: {}",
@@ -57,6 +62,8 @@ fn main() {
         pool.remove(*id);
     }
     let sum: u64 = pool.iter().map(|(_, v)| *v).sum();
+    assert_eq!(pool.len(), N / 2);
+    assert_eq!(sum, (1..N as u64).step_by(2).sum::<u64>(), "the odd values stayed");
     println!(
         "VirtualPool: {} live of {} slots after removing every other one; sum {sum}",
         pool.len(),
@@ -71,5 +78,10 @@ fn main() {
         "Entities: {a} freed, then {b} allocated; {a} alive: {}, {b} alive: {}",
         entities.is_alive(a),
         entities.is_alive(b)
+    );
+    assert!(!entities.is_alive(a) && entities.is_alive(b), "a freed id is stale once reused");
+    assert_eq!((a.index(), b.generation().get()), (b.index(), a.generation().get() + 1));
+    println!(
+        "ok: no element moved, at most one commit step above the payload, ids are generational"
     );
 }

@@ -51,9 +51,16 @@ fn stdout(output: &Output) -> String {
 
 #[test]
 fn small_examples_run_and_hold_their_claims() {
-    for name in
-        ["hello", "hybrid_storage", "parallel_schedule", "change_detection", "events", "commands"]
-    {
+    for name in [
+        "hello",
+        "hybrid_storage",
+        "parallel_schedule",
+        "change_detection",
+        "events",
+        "commands",
+        "hierarchy",
+        "storage_demo",
+    ] {
         let out = stdout(&run(name, &[]));
         assert!(out.lines().any(|l| l.starts_with("ok:")), "{name} printed no `ok:` line:\n{out}");
     }

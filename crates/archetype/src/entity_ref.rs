@@ -67,9 +67,14 @@ impl std::fmt::Debug for EntityRef<'_> {
 }
 
 /// A view of a live entity that can read, write, insert, remove and despawn.
+///
+/// The view's own methods never despawn its entity while it lasts; work deferred by a
+/// component hook ([`crate::hooks`]) during its `insert` or `remove` can. Then `get`,
+/// `get_mut` and `contains` answer as for any dead entity, `despawn` does nothing, and
+/// `archetype` panics.
 pub struct EntityWorldMut<'w> {
     world: &'w mut World,
-    /// Alive in `world`: no method that keeps the view can despawn it.
+    /// Alive in `world`, unless a hook's deferred work despawned it.
     entity: Entity,
 }
 
@@ -128,9 +133,11 @@ impl<'w> EntityWorldMut<'w> {
         EntityRef::new(self.world, self.entity)
     }
 
-    /// Despawns the entity, dropping its components, and ends the view.
+    /// Despawns the entity, dropping its components, and ends the view (nothing to do if a
+    /// hook's deferred work despawned it already).
     pub fn despawn(self) {
-        self.world.despawn(self.entity).expect("a view's entity is alive");
+        // The only error is a dead entity: one that a hook's deferred work despawned.
+        let _ = self.world.despawn(self.entity);
     }
 
     /// The world, for what the view does not cover; the view ends.

@@ -376,16 +376,20 @@ impl Entities {
     }
 
     /// Frees every live entity (generations bumped, slots at `u32::MAX` retired). The indices
-    /// join the back of the freelist in index order, after those already free.
-    ///
-    /// # Panics
-    /// When reservations are pending (flush reserved entities first).
+    /// join the back of the freelist in index order, after those already free. While
+    /// reservations are pending they stay reserved, each with the id it was handed: the freed
+    /// indices join the freelist once they are flushed, as with [`Self::free`].
     pub fn clear(&mut self) {
-        self.assert_no_pending("clear");
+        let pending = *self.reserved.get_mut() != 0;
         for (index, meta) in self.metas.iter_mut().enumerate() {
             if meta.is_alive() && Self::release(meta) {
                 // `index < metas.len() <= max_len <= u32::MAX`.
-                self.free.push_back(Entity { index: index as u32, generation: meta.generation });
+                let next = Entity { index: index as u32, generation: meta.generation };
+                if pending {
+                    self.freed_while_reserved.push(next);
+                } else {
+                    self.free.push_back(next);
+                }
             }
         }
         self.len = 0;
@@ -1007,6 +1011,25 @@ mod tests {
         let got: Vec<(u32, u32)> =
             again.iter().map(|e| (e.index(), e.generation().get())).collect();
         assert_eq!(got, [(2, 2), (0, 2), (1, 2), (3, 2)]);
+    }
+
+    #[test]
+    fn clear_keeps_pending_reservations_and_frees_after_them() {
+        let mut entities = small();
+        let es: Vec<Entity> = (0..3).map(|_| entities.alloc()).collect();
+        entities.free(es[1]);
+        // One reservation takes the free index 1, the next a new index 3.
+        let reserved = [entities.reserve(), entities.reserve()];
+        assert_eq!(reserved.map(|e| (e.index(), e.generation().get())), [(1, 2), (3, 1)]);
+        entities.clear();
+        assert!(entities.is_empty() && !entities.is_alive(es[0]) && !entities.is_alive(es[2]));
+        assert_eq!(entities.flush_front(loc(0)).unwrap(), reserved[0]);
+        assert_eq!(entities.flush_front(loc(1)).unwrap(), reserved[1]);
+        assert!(reserved.iter().all(|&e| entities.is_alive(e)) && entities.len() == 2);
+        // The indices the clear freed come back once nothing is pending, in index order.
+        let again: Vec<(u32, u32)> =
+            (0..3).map(|_| entities.alloc()).map(|e| (e.index(), e.generation().get())).collect();
+        assert_eq!(again, [(0, 2), (2, 2), (4, 1)]);
     }
 
     #[test]

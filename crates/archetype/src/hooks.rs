@@ -1,0 +1,255 @@
+//! Component hooks: functions a component type runs when it is added to an entity, inserted,
+//! replaced or removed — how a game keeps an index (a spatial hash, a name table, a parent's
+//! list of children) in step with the components it mirrors, without every system that spawns
+//! or despawns knowing about it.
+//!
+//! A hook is a plain `fn(&mut DeferredWorld, Entity)`, registered per component type with
+//! [`World::set_hooks`]. It runs inside the structural operation, at a point where the world is
+//! consistent:
+//!
+//! | hook | runs | when |
+//! | --- | --- | --- |
+//! | `on_add` | after the value is in place | the entity did not have the component |
+//! | `on_insert` | after the value is in place, after every `on_add` of the operation | every insert, new or replacing |
+//! | `on_replace` | before the old value is overwritten or removed (it can still be read) | the entity had the component |
+//! | `on_remove` | before the value is removed, after every `on_replace` of the operation | remove, despawn, clear |
+//!
+//! A hook gets a [`DeferredWorld`]: the whole world to read, components and resources to
+//! change, but no structural change (no spawn, insert, remove or despawn), so the operation that
+//! runs it cannot be pulled from under itself. Structural work goes through
+//! [`DeferredWorld::defer`]: the closure runs once the operation (and every hook it runs) is
+//! done, before it returns, in the order deferred. A deferred closure's own operations run
+//! their hooks, and what those defer runs in turn, in the same queue.
+//!
+//! Removal hooks see the value: despawning an entity with a hooked component runs its
+//! `on_replace` and `on_remove` while the entity is still whole.
+//!
+//! Batches (`spawn_batch`, `insert_batch`, `remove_batch`, [`World::despawn_batch`], `clear`):
+//! the removal hooks of every entity of the batch run first, while the whole batch is as it was
+//! (each entity's once, however often it is listed), then the batch is done as without hooks
+//! (a large `despawn_batch` still sweeps its tables); `spawn_batch` runs its entities' hooks
+//! once all are spawned; `insert_batch` inserts one entity at a time, each between its hooks.
+//!
+//! # Costs
+//! A world with no hooks pays one compare per structural operation. Once some component has
+//! hooks of a kind an operation could run, the operation takes an out-of-line path that looks
+//! up the hooks of the components it touches, even when they have none.
+//!
+//! # Failures and panics
+//! `on_replace` and `on_remove` run once the operation is known to be valid (the entity alive,
+//! holding what is removed), before anything moves. The operation can still fail afterwards
+//! only if the OS refuses memory for it; the hooks have run then, and nothing else changed.
+//! A panicking hook stops the operation at that point: a removal hook's entity keeps its
+//! components (for a batch: every entity of it does), an `on_add`/`on_insert` hook's operation
+//! is complete. Closures deferred before
+//! the panic stay queued until the world's next hooked operation or [`World::apply_deferred`].
+//!
+//! [`World::set_hooks`]: crate::World::set_hooks
+//! [`World::despawn_batch`]: crate::World::despawn_batch
+//! [`World::apply_deferred`]: crate::World::apply_deferred
+
+use std::collections::VecDeque;
+use std::ops::Deref;
+
+use folio_storage::Entity;
+
+use crate::component::{Component, ComponentId};
+use crate::world::World;
+
+/// A component hook: called with the world (restricted to non-structural access) and the entity
+/// whose component is being added, inserted, replaced or removed. Closures that capture nothing
+/// coerce to it.
+pub type ComponentHook = for<'w> fn(&mut DeferredWorld<'w>, Entity);
+
+/// The hooks of one component type; see the [module docs](self) for when each runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ComponentHooks {
+    on_add: Option<ComponentHook>,
+    on_insert: Option<ComponentHook>,
+    on_replace: Option<ComponentHook>,
+    on_remove: Option<ComponentHook>,
+}
+
+impl ComponentHooks {
+    /// No hooks.
+    pub const fn new() -> Self {
+        Self { on_add: None, on_insert: None, on_replace: None, on_remove: None }
+    }
+
+    /// Runs `hook` after the component is added to an entity that did not have it.
+    #[must_use]
+    pub const fn on_add(mut self, hook: ComponentHook) -> Self {
+        self.on_add = Some(hook);
+        self
+    }
+
+    /// Runs `hook` after every insert of the component, new or replacing.
+    #[must_use]
+    pub const fn on_insert(mut self, hook: ComponentHook) -> Self {
+        self.on_insert = Some(hook);
+        self
+    }
+
+    /// Runs `hook` before the component's value is overwritten by an insert or removed.
+    #[must_use]
+    pub const fn on_replace(mut self, hook: ComponentHook) -> Self {
+        self.on_replace = Some(hook);
+        self
+    }
+
+    /// Runs `hook` before the component is removed from an entity (remove, despawn, clear).
+    #[must_use]
+    pub const fn on_remove(mut self, hook: ComponentHook) -> Self {
+        self.on_remove = Some(hook);
+        self
+    }
+
+    /// Whether no hook is set.
+    pub const fn is_empty(&self) -> bool {
+        self.flags() == 0
+    }
+
+    /// The [`HookFlags`] bits of the hooks set.
+    pub(crate) const fn flags(&self) -> u8 {
+        (self.on_add.is_some() as u8 * HookFlags::ADD)
+            | (self.on_insert.is_some() as u8 * HookFlags::INSERT)
+            | (self.on_replace.is_some() as u8 * HookFlags::REPLACE)
+            | (self.on_remove.is_some() as u8 * HookFlags::REMOVE)
+    }
+}
+
+/// Which kinds of hook some component of a set has: one bit per kind.
+pub(crate) struct HookFlags;
+
+impl HookFlags {
+    pub(crate) const ADD: u8 = 1;
+    pub(crate) const INSERT: u8 = 2;
+    pub(crate) const REPLACE: u8 = 4;
+    pub(crate) const REMOVE: u8 = 8;
+    /// The hooks that run before a value goes.
+    pub(crate) const REMOVAL: u8 = Self::REPLACE | Self::REMOVE;
+}
+
+/// The world's hooks, by component index, and the queue of deferred structural work.
+#[derive(Default)]
+pub(crate) struct Hooks {
+    by_component: Vec<ComponentHooks>,
+    /// Components with at least one hook.
+    hooked: usize,
+    /// Union of every component's [`HookFlags`].
+    flags: u8,
+    pub(crate) deferred: VecDeque<Deferred>,
+    /// Set while [`World::apply_deferred`] drains the queue, so nested operations leave the
+    /// closures they queue to the loop already running.
+    pub(crate) applying: bool,
+}
+
+/// A closure deferred by a hook.
+pub(crate) type Deferred = Box<dyn FnOnce(&mut World) + Send + Sync>;
+
+impl Hooks {
+    /// Whether any component has a hook of a kind in `flags`: one compare on every structural
+    /// operation of a world without hooks.
+    #[inline(always)]
+    pub(crate) fn any(&self, flags: u8) -> bool {
+        self.flags & flags != 0
+    }
+
+    /// Sets component `id`'s hooks, returning the old ones.
+    pub(crate) fn set(&mut self, id: ComponentId, hooks: ComponentHooks) -> ComponentHooks {
+        if self.by_component.len() <= id.index() {
+            self.by_component.resize(id.index() + 1, ComponentHooks::new());
+        }
+        let old = std::mem::replace(&mut self.by_component[id.index()], hooks);
+        self.hooked = self.hooked + usize::from(!hooks.is_empty()) - usize::from(!old.is_empty());
+        self.flags = self.by_component.iter().fold(0, |f, h| f | h.flags());
+        old
+    }
+
+    /// Component `id`'s hooks.
+    #[inline]
+    pub(crate) fn of(&self, id: ComponentId) -> ComponentHooks {
+        self.by_component.get(id.index()).copied().unwrap_or_default()
+    }
+
+    /// The union of the [`HookFlags`] of `ids`.
+    pub(crate) fn flags_of(&self, ids: &[ComponentId]) -> u8 {
+        if self.hooked == 0 {
+            return 0;
+        }
+        ids.iter().fold(0, |f, &c| f | self.of(c).flags())
+    }
+
+    /// The hooks of one kind (`kind` is one [`HookFlags`] bit) of the components `ids` with
+    /// such a hook, in `ids`' order.
+    pub(crate) fn collect(
+        &self,
+        ids: &[ComponentId],
+        kind: u8,
+    ) -> smallvec::SmallVec<[ComponentHook; 4]> {
+        ids.iter()
+            .filter_map(|&c| {
+                let h = self.of(c);
+                match kind {
+                    HookFlags::ADD => h.on_add,
+                    HookFlags::INSERT => h.on_insert,
+                    HookFlags::REPLACE => h.on_replace,
+                    HookFlags::REMOVE => h.on_remove,
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("hooked", &self.hooked)
+            .field("deferred", &self.deferred.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The world as a hook sees it: everything to read (it derefs to [`World`]), components and
+/// resources to change, and structural changes only deferred ([`DeferredWorld::defer`]).
+pub struct DeferredWorld<'w> {
+    world: &'w mut World,
+}
+
+impl<'w> DeferredWorld<'w> {
+    pub(crate) fn new(world: &'w mut World) -> Self {
+        Self { world }
+    }
+
+    /// `entity`'s `T`, mutably; marks it changed, as [`World::get_mut`] does.
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Option<&mut T> {
+        self.world.get_mut(entity)
+    }
+
+    /// The resource of type `R`, mutably, as [`World::resource_mut`] gives it.
+    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+        self.world.resource_mut()
+    }
+
+    /// Runs `f` with the whole world once the structural operation that runs this hook (and
+    /// every other hook it runs) is done, before that operation returns; closures run in the
+    /// order deferred.
+    pub fn defer(&mut self, f: impl FnOnce(&mut World) + Send + Sync + 'static) {
+        self.world.hooks.deferred.push_back(Box::new(f));
+    }
+}
+
+impl Deref for DeferredWorld<'_> {
+    type Target = World;
+
+    fn deref(&self) -> &World {
+        self.world
+    }
+}
+
+impl std::fmt::Debug for DeferredWorld<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeferredWorld").field("world", &self.world.id()).finish()
+    }
+}

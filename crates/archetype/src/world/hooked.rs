@@ -1,0 +1,291 @@
+//! The hooked paths of the structural operations ([`crate::hooks`]): each runs the raw
+//! operation of `world.rs` between the hooks of the components it adds, replaces or removes,
+//! then the work those hooks deferred. The public operations take these paths only while some
+//! component has a hook of the kind they would run.
+
+use smallvec::SmallVec;
+
+use super::{World, first_repeat};
+use crate::archetype::ArchetypeId;
+use crate::bundle::{Bundle, ComponentIds};
+use crate::component::Component;
+use crate::error::EntityError;
+use crate::hooks::{ComponentHook, ComponentHooks, DeferredWorld, HookFlags};
+use folio_storage::Entity;
+
+impl World {
+    /// Sets the hooks of component type `T` (registering it, with table storage, if it is not
+    /// yet), replacing any it had, and returns the old ones. See [`crate::hooks`] for when each
+    /// hook runs. Hooks apply to the operations from now on: entities that have a `T` already
+    /// are not visited. A sparse-set component is registered as one
+    /// ([`World::register_component`]) before its hooks are set, as before its first spawn.
+    pub fn set_hooks<T: Component>(&mut self, hooks: ComponentHooks) -> ComponentHooks {
+        let id = self.components.register::<T>();
+        self.removals.resolve_pending(&self.components);
+        self.hooks.set(id, hooks)
+    }
+
+    /// The hooks of component type `T` (none for a type not registered).
+    pub fn hooks<T: Component>(&self) -> ComponentHooks {
+        self.components.id::<T>().map(|id| self.hooks.of(id)).unwrap_or_default()
+    }
+
+    /// Runs the structural work hooks deferred ([`DeferredWorld::defer`]), in order, until none
+    /// is left (work deferred by the hooks of that work included). Every hooked operation does
+    /// this before it returns; call it to run what a panicking hook's operation left queued.
+    /// Called from inside deferred work, it returns at once: the loop already running takes
+    /// what is queued.
+    pub fn apply_deferred(&mut self) {
+        if self.hooks.applying {
+            return;
+        }
+        /// Clears the "applying" mark even when a closure panics (the closures after it stay
+        /// queued for the next call).
+        struct Applying<'a>(&'a mut World);
+        impl Drop for Applying<'_> {
+            fn drop(&mut self) {
+                self.0.hooks.applying = false;
+            }
+        }
+        self.hooks.applying = true;
+        let guard = Applying(self);
+        while let Some(work) = guard.0.hooks.deferred.pop_front() {
+            work(guard.0);
+        }
+    }
+
+    /// How many closures hooks deferred wait to run ([`World::apply_deferred`]).
+    pub fn deferred_len(&self) -> usize {
+        self.hooks.deferred.len()
+    }
+
+    /// Runs `hooks` in order on `entity`.
+    fn run_hooks(&mut self, entity: Entity, hooks: &[ComponentHook]) {
+        for hook in hooks {
+            hook(&mut DeferredWorld::new(self), entity);
+        }
+    }
+
+    /// Runs the hooks of kind `kind` (one [`HookFlags`] bit) of the components `ids`.
+    fn run_kind(&mut self, entity: Entity, ids: &[crate::ComponentId], kind: u8) {
+        let hooks = self.hooks.collect(ids, kind);
+        self.run_hooks(entity, &hooks);
+    }
+
+    /// Runs `on_replace`, then `on_remove`, of the components `ids` that `entity` is about to
+    /// lose.
+    fn run_removal_hooks(&mut self, entity: Entity, ids: &[crate::ComponentId]) {
+        self.run_kind(entity, ids, HookFlags::REPLACE);
+        self.run_kind(entity, ids, HookFlags::REMOVE);
+    }
+
+    /// The components of `entity`'s archetype, or `None` if it is not alive.
+    fn components_of(&self, entity: Entity) -> Option<ComponentIds> {
+        let loc = self.entities.location(entity)?;
+        Some(self.archetypes[loc.archetype_id as usize].components().into())
+    }
+
+    /// Runs `on_add`, then `on_insert`, of every component of each freshly spawned entity (all of
+    /// them new), then the deferred work.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn after_spawn(&mut self, spawned: &[Entity]) {
+        let mut last: Option<(ArchetypeId, SmallVec<[ComponentHook; 4]>)> = None;
+        for &entity in spawned {
+            let Some(loc) = self.entities.location(entity) else { continue };
+            let archetype = ArchetypeId(loc.archetype_id);
+            // A batch spawns into one archetype: collect its hooks once.
+            if last.as_ref().is_none_or(|(a, _)| *a != archetype) {
+                let ids = self.archetypes[archetype.index()].components();
+                let mut hooks = self.hooks.collect(ids, HookFlags::ADD);
+                hooks.extend(self.hooks.collect(ids, HookFlags::INSERT));
+                last = Some((archetype, hooks));
+            }
+            let (_, hooks) = last.as_ref().expect("set above");
+            self.run_hooks(entity, hooks);
+        }
+        self.apply_deferred();
+    }
+
+    /// An insert of bundle `B` into `entity` done by `op`, between its hooks: `on_replace` of
+    /// the components the entity has (before), `on_add` of those it did not have and `on_insert`
+    /// of all (after), then the deferred work.
+    ///
+    /// Out of line and cold, so that the hookless path it branches off from stays as small as
+    /// it was: its inlining budget goes to its own helpers (as for every `*_with_hooks`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn insert_hooked<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        op: impl FnOnce(&mut Self) -> Result<(), EntityError>,
+    ) -> Result<(), EntityError> {
+        let done = self.insert_hooked_deferring::<B>(entity, op);
+        self.apply_deferred();
+        done
+    }
+
+    /// [`World::insert_hooked`] without running the deferred work.
+    fn insert_hooked_deferring<B: Bundle>(
+        &mut self,
+        entity: Entity,
+        op: impl FnOnce(&mut Self) -> Result<(), EntityError>,
+    ) -> Result<(), EntityError> {
+        // On an error here `op` is dropped, and with it the bundle; `op` would fail the same.
+        let b = self.bundle_id::<B>()?;
+        let ids = ComponentIds::from(self.bundles[b].ids());
+        if self.hooks.flags_of(&ids) == 0 {
+            return op(self);
+        }
+        // `None`: not alive (yet): a pending reservation becomes an entity with only these.
+        let before = self.components_of(entity);
+        let had = |c| before.as_ref().is_some_and(|b| b.contains(&c));
+        let replaced: ComponentIds = ids.iter().copied().filter(|&c| had(c)).collect();
+        self.run_kind(entity, &replaced, HookFlags::REPLACE);
+        op(self)?;
+        let added: ComponentIds = ids.iter().copied().filter(|&c| !had(c)).collect();
+        self.run_kind(entity, &added, HookFlags::ADD);
+        self.run_kind(entity, &ids, HookFlags::INSERT);
+        Ok(())
+    }
+
+    /// [`World::insert_batch`] of a bundle with hooks, its entities checked alive: room
+    /// reserved for all, then one hooked insert at a time in the batch's order, then the
+    /// deferred work.
+    pub(super) fn insert_batch_hooked<B: Bundle>(
+        &mut self,
+        batch: Vec<(Entity, B)>,
+        b: usize,
+    ) -> Result<(), EntityError> {
+        let targets =
+            self.batch_targets(batch.iter().map(|&(e, _)| e), |w, from| w.insert_edge(from, b));
+        self.reserve_batch_targets(&targets)?;
+        self.reserve_bundle_sets(b, batch.len())?;
+        let mut done = Ok(());
+        for (entity, bundle) in batch {
+            done = self.insert_hooked_deferring::<B>(entity, |w| w.insert_raw(entity, bundle));
+            if done.is_err() {
+                break;
+            }
+        }
+        self.apply_deferred();
+        done
+    }
+
+    /// [`World::try_remove`] with removal hooks somewhere: once the entity is known to be
+    /// alive and hold every component of `B`, their `on_replace` and `on_remove` hooks, then the
+    /// removal, then the deferred work.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn try_remove_with_hooks<B: Bundle>(
+        &mut self,
+        entity: Entity,
+    ) -> Result<B, EntityError> {
+        let removed = self.try_remove_hooked(entity);
+        self.apply_deferred();
+        removed
+    }
+
+    fn try_remove_hooked<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
+        self.try_flush()?;
+        let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
+        let b = self.bundle_id::<B>()?;
+        let ids = ComponentIds::from(self.bundles[b].ids());
+        if self.hooks.flags_of(&ids) & HookFlags::REMOVAL != 0 {
+            self.check_has_bundle(entity, loc, b)?;
+            self.run_removal_hooks(entity, &ids);
+        }
+        self.try_remove_raw(entity)
+    }
+
+    /// The removal hooks of bundle `b`'s components for each of `entities` (checked: alive,
+    /// holding the bundle, listed once).
+    pub(super) fn run_removal_hooks_batch(&mut self, entities: &[Entity], b: usize) {
+        let ids = ComponentIds::from(self.bundles[b].ids());
+        for &entity in entities {
+            self.run_removal_hooks(entity, &ids);
+        }
+    }
+
+    /// Checks a batch for [`World::remove_batch`] as its raw path would, before any hook runs:
+    /// every entity alive and holding bundle `b`, none listed twice.
+    pub(super) fn check_remove_batch(
+        &self,
+        entities: &[Entity],
+        b: usize,
+    ) -> Result<(), EntityError> {
+        let run = self.check_batch(entities.iter().copied(), Some(b))?;
+        // A run of one archetype's rows in increasing order lists no entity twice.
+        if run.archetype.is_none()
+            && let Some(twice) = first_repeat(entities.iter().copied())
+        {
+            return Err(EntityError::ListedTwice(twice));
+        }
+        Ok(())
+    }
+
+    /// [`World::despawn`] with removal hooks somewhere: [`World::despawn_hooked`], then the
+    /// deferred work.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn despawn_with_hooks(&mut self, entity: Entity) -> Result<(), EntityError> {
+        let despawned = self.despawn_hooked(entity);
+        self.apply_deferred();
+        despawned
+    }
+
+    /// The entity's components' `on_replace` and `on_remove` hooks while it is whole, then the
+    /// despawn; the caller runs the deferred work.
+    fn despawn_hooked(&mut self, entity: Entity) -> Result<(), EntityError> {
+        self.run_removal_hooks_of(entity);
+        self.despawn_raw(entity)
+    }
+
+    /// The removal hooks of every component of `entity`, if it is alive and has any; returns
+    /// whether it had.
+    fn run_removal_hooks_of(&mut self, entity: Entity) -> bool {
+        let Some(loc) = self.entities.location(entity) else { return false };
+        let components = self.archetypes[loc.archetype_id as usize].components();
+        if self.hooks.flags_of(components) & HookFlags::REMOVAL == 0 {
+            return false;
+        }
+        let ids = ComponentIds::from(components);
+        self.run_removal_hooks(entity, &ids);
+        true
+    }
+
+    /// [`World::despawn_batch`] with removal hooks somewhere: the removal hooks of every entity
+    /// of the batch first, while all of them are whole (each entity once, however often it is
+    /// listed), then the batch despawned as without hooks (swept, for a large one), then the
+    /// deferred work.
+    pub(super) fn despawn_batch_hooked(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
+        let entities: Vec<Entity> = entities.collect();
+        let mut seen = ahash::AHashSet::new();
+        for &entity in &entities {
+            if !seen.contains(&entity) && self.run_removal_hooks_of(entity) {
+                seen.insert(entity);
+            }
+        }
+        let despawned = self.despawn_batch_raw(entities.into_iter());
+        self.apply_deferred();
+        despawned
+    }
+
+    /// For [`World::clear`]: the removal hooks of every entity whose archetype has some, while
+    /// the world is whole.
+    pub(super) fn run_removal_hooks_all(&mut self) {
+        let mut doomed: Vec<(Entity, ComponentIds)> = Vec::new();
+        for archetype in &self.archetypes {
+            if self.hooks.flags_of(archetype.components()) & HookFlags::REMOVAL == 0 {
+                continue;
+            }
+            let table = &self.tables[archetype.table_id().index()];
+            doomed.extend(
+                archetype.entities(table).iter().map(|e| (e.entity, archetype.components().into())),
+            );
+        }
+        for (entity, ids) in doomed {
+            self.run_removal_hooks(entity, &ids);
+        }
+    }
+}
