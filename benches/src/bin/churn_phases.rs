@@ -260,5 +260,20 @@ mod sched {
             threads[1],
             rows.len()
         );
+        let p99 = |k: usize| {
+            let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() * 99 / 100]
+        };
+        println!(
+            "  p99: integrate {:.1}..{:.1} µs, churn {:.1}..{:.1} µs, systems done {:.1} µs, \
+             frame {:.1} µs",
+            p99(0),
+            p99(1),
+            p99(2),
+            p99(3),
+            p99(4),
+            p99(5),
+        );
     }
 }
