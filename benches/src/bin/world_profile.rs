@@ -10,7 +10,11 @@
 //! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
 //! despawned in a seeded random order), `commands_spawn` and `commands_spawn_batch` (10,000
 //! `(Position, Velocity)` entities through a command buffer, one `spawn` command each or one
-//! `spawn_batch`, applied to a fresh world).
+//! `spawn_batch`, applied to a fresh world), `spawn_despawn` (`N` `(Position, Velocity)` spawned
+//! and despawned one at a time in one world) and its forms with component hooks:
+//! `spawn_despawn_hooked` (`Position` has an `on_add` and an `on_remove` hook that count in a
+//! resource) and `spawn_despawn_hooks_elsewhere` (the same hooks on a component these entities
+//! do not have: the cost of the hooked path for entities without hooks).
 //!
 //! `--small-reserve` anywhere on the line gives each world 64 MiB reservations instead of the
 //! default (terabytes of address space), which valgrind cannot map:
@@ -94,6 +98,45 @@ fn commands_spawn(iters: usize, batch: bool) {
     }
 }
 
+/// Counted by the hooks of `spawn_despawn_hooked`.
+#[derive(Default)]
+struct HookCalls(u64);
+
+fn count_call(world: &mut folio_archetype::DeferredWorld, _: folio_archetype::Entity) {
+    world.resource_mut::<HookCalls>().unwrap().0 += 1;
+}
+
+/// Where the hooks go in [`spawn_despawn`].
+#[derive(Clone, Copy, PartialEq)]
+enum Hooks {
+    None,
+    OnPosition,
+    Elsewhere,
+}
+
+/// `N` `(Position, Velocity)` spawned one at a time, then despawned one at a time in spawn
+/// order, `iters` times in one world, with `hooks` (an `on_add` and an `on_remove` that count).
+fn spawn_despawn(iters: usize, hooks: Hooks) {
+    let mut world = new_world();
+    world.insert_resource(HookCalls::default());
+    let counting = folio_archetype::ComponentHooks::new().on_add(count_call).on_remove(count_call);
+    match hooks {
+        Hooks::None => {}
+        Hooks::OnPosition => drop(world.set_hooks::<Position>(counting)),
+        Hooks::Elsewhere => drop(world.set_hooks::<A>(counting)),
+    }
+    let mut es = Vec::with_capacity(N);
+    for _ in 0..iters {
+        es.extend((0..N).map(|i| world.spawn((Position([i as f32; 3]), Velocity([1.0; 3])))));
+        for e in es.drain(..) {
+            world.despawn(e).unwrap();
+        }
+    }
+    let calls = world.resource::<HookCalls>().unwrap().0;
+    let want = if hooks == Hooks::OnPosition { 2 * N * iters } else { 0 };
+    assert_eq!(calls, want as u64);
+}
+
 /// [`add_remove`] with one `insert_batch` and one `remove_batch` per pass.
 fn add_remove_batch(storage: StorageType, iters: usize) {
     let mut world = new_world();
@@ -156,6 +199,9 @@ fn main() {
         }
         "commands_spawn" => commands_spawn(iters, false),
         "commands_spawn_batch" => commands_spawn(iters, true),
+        "spawn_despawn" => spawn_despawn(iters, Hooks::None),
+        "spawn_despawn_hooked" => spawn_despawn(iters, Hooks::OnPosition),
+        "spawn_despawn_hooks_elsewhere" => spawn_despawn(iters, Hooks::Elsewhere),
         other => panic!("unknown workload {other}"),
     }
 }

@@ -74,6 +74,9 @@ pub struct Archetype {
     /// Cached "remove bundle" transitions; at most one per bundle, and only for bundles whose
     /// every component the archetype has.
     pub(crate) remove_edges: Vec<Edge>,
+    /// The union of its components' hook kinds (`crate::hooks::HookFlags`), kept by the world
+    /// as hooks are set: an operation on an entity whose archetype has none skips the look-ups.
+    hook_flags: u8,
 }
 
 /// A cached transition of the archetype graph.
@@ -121,7 +124,18 @@ impl Archetype {
             entities: Vec::new(),
             insert_edges: Vec::new(),
             remove_edges: Vec::new(),
+            hook_flags: 0,
         }
+    }
+
+    /// The union of its components' hook kinds.
+    #[inline]
+    pub(crate) fn hook_flags(&self) -> u8 {
+        self.hook_flags
+    }
+
+    pub(crate) fn set_hook_flags(&mut self, flags: u8) {
+        self.hook_flags = flags;
     }
 
     /// The archetype's id.

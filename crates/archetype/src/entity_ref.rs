@@ -69,9 +69,10 @@ impl std::fmt::Debug for EntityRef<'_> {
 /// A view of a live entity that can read, write, insert, remove and despawn.
 ///
 /// The view's own methods never despawn its entity while it lasts; work deferred by a
-/// component hook ([`crate::hooks`]) during its `insert` or `remove` can. Then `get`,
-/// `get_mut` and `contains` answer as for any dead entity, `despawn` does nothing, and
-/// `archetype` panics.
+/// component hook ([`crate::hooks`]) during its `insert` or `remove` can
+/// ([`EntityWorldMut::is_despawned`] tells). Then `get`, `get_mut` and `contains` answer as for
+/// any dead entity, `insert` and `remove` fail as for one, `despawn` does nothing, `Debug`
+/// says so, and `archetype` and `as_ref` panic.
 pub struct EntityWorldMut<'w> {
     world: &'w mut World,
     /// Alive in `world`, unless a hook's deferred work despawned it.
@@ -88,6 +89,13 @@ impl<'w> EntityWorldMut<'w> {
     #[inline]
     pub fn id(&self) -> Entity {
         self.entity
+    }
+
+    /// Whether the entity is gone: despawned by work a component hook deferred during this
+    /// view's `insert` or `remove` (nothing else can while the view lasts).
+    #[inline]
+    pub fn is_despawned(&self) -> bool {
+        !self.world.contains(self.entity)
     }
 
     /// Its `T`, if it has one.
@@ -109,6 +117,9 @@ impl<'w> EntityWorldMut<'w> {
     }
 
     /// Its archetype.
+    ///
+    /// # Panics
+    /// When a hook's deferred work despawned the entity ([`EntityWorldMut::is_despawned`]).
     pub fn archetype(&self) -> &Archetype {
         archetype_of(self.world, self.entity)
     }
@@ -117,6 +128,7 @@ impl<'w> EntityWorldMut<'w> {
     ///
     /// # Errors
     /// A bundle that repeats a component, or memory the OS refuses; nothing changed then.
+    /// [`EntityError::NoSuchEntity`] once a hook's deferred work despawned the entity.
     pub fn insert<B: Bundle>(&mut self, bundle: B) -> Result<&mut Self, EntityError> {
         self.world.insert(self.entity, bundle)?;
         Ok(self)
@@ -129,7 +141,11 @@ impl<'w> EntityWorldMut<'w> {
     }
 
     /// A read-only view of the entity.
+    ///
+    /// # Panics
+    /// When a hook's deferred work despawned the entity ([`EntityWorldMut::is_despawned`]).
     pub fn as_ref(&self) -> EntityRef<'_> {
+        assert!(!self.is_despawned(), "{:?} was despawned by a hook's deferred work", self.entity);
         EntityRef::new(self.world, self.entity)
     }
 
@@ -148,6 +164,13 @@ impl<'w> EntityWorldMut<'w> {
 
 impl std::fmt::Debug for EntityWorldMut<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_despawned() {
+            return f
+                .debug_struct("EntityWorldMut")
+                .field("id", &self.entity)
+                .field("despawned", &true)
+                .finish();
+        }
         let view = self.as_ref();
         let names: Vec<_> = view.components().map(ComponentInfo::name).collect();
         f.debug_struct("EntityWorldMut")

@@ -10,39 +10,60 @@
 //! | hook | runs | when |
 //! | --- | --- | --- |
 //! | `on_add` | after the value is in place | the entity did not have the component |
-//! | `on_insert` | after the value is in place, after every `on_add` of the operation | every insert, new or replacing |
+//! | `on_insert` | after the value is in place, after every `on_add` of the entity's operation | every insert, new or replacing |
 //! | `on_replace` | before the old value is overwritten or removed (it can still be read) | the entity had the component |
-//! | `on_remove` | before the value is removed, after every `on_replace` of the operation | remove, despawn, clear |
+//! | `on_remove` | before the value is removed, after every `on_replace` of the entity's operation | remove, despawn, clear |
+//!
+//! The order is per entity: in a batch, one entity's hooks all run before the next entity's.
 //!
 //! A hook gets a [`DeferredWorld`]: the whole world to read, components and resources to
 //! change, but no structural change (no spawn, insert, remove or despawn), so the operation that
 //! runs it cannot be pulled from under itself. Structural work goes through
 //! [`DeferredWorld::defer`]: the closure runs once the operation (and every hook it runs) is
 //! done, before it returns, in the order deferred. A deferred closure's own operations run
-//! their hooks, and what those defer runs in turn, in the same queue.
+//! their hooks, and what those defer joins the same queue, run by the loop already running
+//! before the outermost operation returns.
 //!
 //! Removal hooks see the value: despawning an entity with a hooked component runs its
 //! `on_replace` and `on_remove` while the entity is still whole.
 //!
-//! Batches (`spawn_batch`, `insert_batch`, `remove_batch`, [`World::despawn_batch`], `clear`):
-//! the removal hooks of every entity of the batch run first, while the whole batch is as it was
-//! (each entity's once, however often it is listed), then the batch is done as without hooks
-//! (a large `despawn_batch` still sweeps its tables); `spawn_batch` runs its entities' hooks
-//! once all are spawned; `insert_batch` inserts one entity at a time, each between its hooks.
+//! Batches:
+//! - `remove_batch`, [`World::despawn_batch`] and `clear` run the removal hooks of every entity
+//!   of the batch first, while the whole batch is as it was (each entity's once, however often
+//!   it is listed), then do the batch as without hooks (a large `despawn_batch` still sweeps its
+//!   tables). `despawn_batch` collects its iterator first, so an iterator that panics despawns
+//!   nothing, and any iterator long enough sweeps.
+//! - `spawn_batch` (when the bundle has `on_add` or `on_insert` hooks) and `insert_batch` (when
+//!   it has any insert hooks) go one entity at a time, each between its hooks: an iterator that
+//!   panics leaves no spawned entity without its hooks.
 //!
 //! # Costs
-//! A world with no hooks pays one compare per structural operation. Once some component has
-//! hooks of a kind an operation could run, the operation takes an out-of-line path that looks
-//! up the hooks of the components it touches, even when they have none.
+//! A world with no hooks pays one compare per structural operation (callgrind: 2 to 5
+//! instructions). Once some component has hooks of a kind an operation could run, the
+//! operation also reads the hook kinds of the entity's archetype (kept on the archetype) or of
+//! the bundle, and only takes the hooked path when they name a hook: entities of archetypes
+//! without hooks pay about 20 instructions an operation.
 //!
 //! # Failures and panics
 //! `on_replace` and `on_remove` run once the operation is known to be valid (the entity alive,
 //! holding what is removed), before anything moves. The operation can still fail afterwards
 //! only if the OS refuses memory for it; the hooks have run then, and nothing else changed.
-//! A panicking hook stops the operation at that point: a removal hook's entity keeps its
-//! components (for a batch: every entity of it does), an `on_add`/`on_insert` hook's operation
-//! is complete. Closures deferred before
-//! the panic stay queued until the world's next hooked operation or [`World::apply_deferred`].
+//!
+//! A panicking hook stops the operation at that point, and no later hook of it runs (in a
+//! batch: none of the later entities'):
+//! - a removal hook: the entity keeps its components (in `remove_batch`, `despawn_batch` and
+//!   `clear`, every entity of the batch does; in `insert_batch`, the entities before it have
+//!   their new values);
+//! - an `on_add`/`on_insert` hook: the entity's operation is complete.
+//!
+//! A panic of the operation itself (a replaced or despawned value's `Drop`) does not skip
+//! hooks: an insert whose replaced value's `Drop` panics runs the new components' `on_add` and
+//! `on_insert` before the panic continues, and a `despawn_batch` whose `Drop` panics still
+//! despawns every entity of the batch (each entity whose removal hooks ran must go), then the
+//! panic continues.
+//!
+//! Closures deferred before a panic stay queued until the world's next hooked operation or
+//! [`World::apply_deferred`].
 //!
 //! [`World::set_hooks`]: crate::World::set_hooks
 //! [`World::despawn_batch`]: crate::World::despawn_batch
@@ -128,6 +149,8 @@ impl HookFlags {
     pub(crate) const REMOVE: u8 = 8;
     /// The hooks that run before a value goes.
     pub(crate) const REMOVAL: u8 = Self::REPLACE | Self::REMOVE;
+    /// The hooks an insert can run.
+    pub(crate) const INSERTS: u8 = Self::ADD | Self::INSERT | Self::REPLACE;
 }
 
 /// The world's hooks, by component index, and the queue of deferred structural work.
@@ -233,8 +256,9 @@ impl<'w> DeferredWorld<'w> {
     }
 
     /// Runs `f` with the whole world once the structural operation that runs this hook (and
-    /// every other hook it runs) is done, before that operation returns; closures run in the
-    /// order deferred.
+    /// every other hook it runs) is done, before that operation returns (or, for an operation
+    /// that deferred work runs, before the outermost one returns); closures run in the order
+    /// deferred.
     pub fn defer(&mut self, f: impl FnOnce(&mut World) + Send + Sync + 'static) {
         self.world.hooks.deferred.push_back(Box::new(f));
     }

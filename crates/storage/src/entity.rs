@@ -47,9 +47,11 @@
 //! ([`Entities::try_flush`]'s error) leaves every reservation pending and nothing alive.
 //! Reserved-but-unflushed ids are not alive.
 //!
-//! [`Entities::alloc`], [`Entities::free`] and [`Entities::clear`] change the freelist the
-//! reservations are read from, so they **panic** while reservations are pending ("flush reserved
-//! entities first") instead of flushing silently with no location.
+//! [`Entities::alloc`] changes the freelist the reservations are read from, so it **panics**
+//! while reservations are pending ("flush reserved entities first") instead of flushing silently
+//! with no location. [`Entities::free`] and [`Entities::clear`] work meanwhile: the indices they
+//! free join the freelist once no reservation is pending, so every pending reservation keeps the
+//! id it was handed.
 //!
 //! This module has no `unsafe` code.
 
@@ -186,9 +188,9 @@ impl EntityMeta {
 ///   so no `(index, generation)` pair is ever handed out twice.
 /// - [`Self::reserve`] hands out ids through `&self` (one atomic counter) from any number of
 ///   threads; [`Self::flush`] (or [`Self::try_flush`]) makes them alive later, all at once, or
-///   [`Self::flush_front`] one at a time. [`Self::alloc`] and [`Self::clear`] panic while
-///   reservations are pending: flush reserved entities first. [`Self::free`] works meanwhile:
-///   an index it frees joins the freelist once no reservation is pending.
+///   [`Self::flush_front`] one at a time. [`Self::alloc`] panics while reservations are
+///   pending: flush reserved entities first. [`Self::free`] and [`Self::clear`] work meanwhile:
+///   an index they free joins the freelist once no reservation is pending.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
     metas: Metas,

@@ -1044,12 +1044,16 @@ fn set_hooks_returns_the_old_hooks_and_empty_hooks_turn_them_off() {
     world.clear();
     assert_eq!(take_log(&mut world), [], "no hooks run once turned off");
 
-    // The returned hooks are the ones set: setting them back turns the logging on again.
+    // The returned hooks are the ones set: setting them back turns the logging on again, also
+    // for an entity spawned while they were off, in an archetype made then.
+    let h = world.spawn((A(8), B(8)));
     assert!(world.set_hooks::<A>(old).is_empty());
     let g = world.spawn((A(7),));
     assert_eq!(take_log(&mut world), [(Add, "A", g, Some(7)), (Insert, "A", g, Some(7))]);
     world.despawn(g).unwrap();
     assert_eq!(take_log(&mut world), [(Replace, "A", g, Some(7)), (Remove, "A", g, Some(7))]);
+    world.despawn(h).unwrap();
+    assert_eq!(take_log(&mut world), [(Replace, "A", h, Some(8)), (Remove, "A", h, Some(8))]);
     world.check_invariants();
 }
 
@@ -1470,4 +1474,137 @@ fn each_kind_of_hook_runs_on_its_own() {
         cleared_want.sort();
         assert_eq!(rest, cleared_want, "on_remove alone, clear ({name})");
     }
+}
+
+// ----- panics outside the hooks (review findings) -----
+
+/// Followed by [`Tracked`]'s hooks: the entities holding one, and the `on_remove` calls.
+#[derive(Default)]
+struct Tracking {
+    live: Vec<Entity>,
+    removes: usize,
+}
+
+struct Tracked(u32);
+
+fn track_add(w: &mut DeferredWorld<'_>, e: Entity) {
+    w.resource_mut::<Tracking>().unwrap().live.push(e);
+}
+
+fn track_remove(w: &mut DeferredWorld<'_>, e: Entity) {
+    let tracking = w.resource_mut::<Tracking>().unwrap();
+    tracking.removes += 1;
+    tracking.live.retain(|&x| x != e);
+}
+
+/// Panics when dropped while it holds `true`.
+struct Bomb(bool);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 && !std::thread::panicking() {
+            panic!("a Bomb goes off");
+        }
+    }
+}
+
+fn tracking_world() -> World {
+    let mut world = World::new();
+    world.insert_resource(Tracking::default());
+    world.set_hooks::<Tracked>(ComponentHooks::new().on_add(track_add).on_remove(track_remove));
+    world
+}
+
+/// The entities holding a `Tracked`, as the hooks saw them and as the world has them.
+fn tracked(world: &World, candidates: &[Entity]) -> (Vec<Entity>, Vec<Entity>) {
+    let mut by_hooks = world.resource::<Tracking>().unwrap().live.clone();
+    by_hooks.sort();
+    let mut held: Vec<Entity> =
+        candidates.iter().copied().filter(|&e| world.get::<Tracked>(e).is_some()).collect();
+    held.sort();
+    held.dedup();
+    (by_hooks, held)
+}
+
+#[test]
+fn a_spawn_batch_whose_iterator_panics_ran_the_hooks_of_every_entity_it_spawned() {
+    let mut world = tracking_world();
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        world.spawn_batch((0..4u32).map(|i| {
+            assert!(i != 2, "the iterator panics");
+            (Tracked(i),)
+        }))
+    }));
+    assert!(caught.is_err());
+    world.check_invariants();
+    assert_eq!(world.len(), 2);
+    let all: Vec<Entity> = world.resource::<Tracking>().unwrap().live.clone();
+    let (by_hooks, held) = tracked(&world, &all);
+    assert_eq!(by_hooks.len(), 2, "on_add ran for both entities spawned before the panic");
+    assert_eq!(by_hooks, held);
+    let mut values: Vec<u32> = held.iter().map(|&e| world.get::<Tracked>(e).unwrap().0).collect();
+    values.sort_unstable();
+    assert_eq!(values, [0, 1], "the bundles before the panicking item");
+}
+
+#[test]
+fn an_insert_whose_replaced_drop_panics_still_runs_the_new_components_hooks() {
+    let mut world = tracking_world();
+    let e = world.spawn((Bomb(true),));
+    let caught = catch_unwind(AssertUnwindSafe(|| world.insert(e, (Bomb(false), Tracked(1)))));
+    assert!(caught.is_err(), "the replaced Bomb went off");
+    world.check_invariants();
+    assert!(world.get::<Tracked>(e).is_some(), "the insert is complete");
+    assert_eq!(world.resource::<Tracking>().unwrap().live, [e], "and its on_add ran");
+}
+
+#[test]
+fn a_despawn_batch_whose_drop_panics_still_despawns_every_entity_whose_hooks_ran() {
+    let mut world = tracking_world();
+    let a = world.spawn((Tracked(0), Bomb(true)));
+    let b = world.spawn((Tracked(1), Bomb(false)));
+    let c = world.spawn((Bomb(true),)); // no hooks, also goes off
+    let d = world.spawn((Plain(0),));
+    let caught = catch_unwind(AssertUnwindSafe(|| world.despawn_batch([a, b, c, d])));
+    assert!(caught.is_err());
+    world.check_invariants();
+    for e in [a, b, c, d] {
+        assert!(!world.contains(e), "{e:?}: every entity of the batch is gone");
+    }
+    let tracking = world.resource::<Tracking>().unwrap();
+    assert_eq!((tracking.live.len(), tracking.removes), (0, 2), "one on_remove each");
+    // The same past the sweep threshold.
+    let es: Vec<Entity> = (0..3).map(|i| world.spawn((Tracked(i), Bomb(i == 0)))).collect();
+    let dead = world.spawn((Plain(1),));
+    world.despawn(dead).unwrap();
+    let mut batch = es.clone();
+    batch.resize(BULK_DESPAWN_FROM, dead);
+    assert!(catch_unwind(AssertUnwindSafe(|| world.despawn_batch(batch))).is_err());
+    world.check_invariants();
+    assert!(world.is_empty());
+    assert_eq!(world.resource::<Tracking>().unwrap().removes, 2 + 3);
+}
+
+fn despawn_on_add(w: &mut DeferredWorld<'_>, e: Entity) {
+    w.defer(move |world| world.despawn(e).unwrap());
+}
+
+#[test]
+fn a_view_whose_entity_a_hook_despawned_says_so() {
+    let mut world = World::new();
+    world.set_hooks::<Tracked>(ComponentHooks::new().on_add(despawn_on_add));
+    let e = world.spawn((Plain(0),));
+    let mut view = world.entity_mut(e).unwrap();
+    assert!(!view.is_despawned());
+    view.insert((Tracked(1),)).unwrap();
+    assert!(view.is_despawned(), "the deferred despawn ran before insert returned");
+    assert_eq!(view.get::<Plain>(), None);
+    assert!(!view.contains::<Plain>());
+    assert!(matches!(view.insert((Plain(2),)), Err(EntityError::NoSuchEntity(x)) if x == e));
+    assert!(view.remove::<(Plain,)>().is_none());
+    assert!(format!("{view:?}").contains("despawned"));
+    assert!(catch_unwind(AssertUnwindSafe(|| view.as_ref().id())).is_err());
+    view.despawn(); // nothing left to do
+    assert!(!world.contains(e));
+    world.check_invariants();
 }

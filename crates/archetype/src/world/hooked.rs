@@ -3,10 +3,9 @@
 //! then the work those hooks deferred. The public operations take these paths only while some
 //! component has a hook of the kind they would run.
 
-use smallvec::SmallVec;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use super::{World, first_repeat};
-use crate::archetype::ArchetypeId;
 use crate::bundle::{Bundle, ComponentIds};
 use crate::component::Component;
 use crate::error::EntityError;
@@ -22,7 +21,11 @@ impl World {
     pub fn set_hooks<T: Component>(&mut self, hooks: ComponentHooks) -> ComponentHooks {
         let id = self.components.register::<T>();
         self.removals.resolve_pending(&self.components);
-        self.hooks.set(id, hooks)
+        let old = self.hooks.set(id, hooks);
+        for archetype in &mut self.archetypes {
+            archetype.set_hook_flags(self.hooks.flags_of(archetype.components()));
+        }
+        old
     }
 
     /// The hooks of component type `T` (none for a type not registered).
@@ -35,10 +38,15 @@ impl World {
     /// this before it returns; call it to run what a panicking hook's operation left queued.
     /// Called from inside deferred work, it returns at once: the loop already running takes
     /// what is queued.
+    #[inline]
     pub fn apply_deferred(&mut self) {
-        if self.hooks.applying {
+        if self.hooks.deferred.is_empty() || self.hooks.applying {
             return;
         }
+        self.apply_deferred_queue();
+    }
+
+    fn apply_deferred_queue(&mut self) {
         /// Clears the "applying" mark even when a closure panics (the closures after it stay
         /// queued for the next call).
         struct Applying<'a>(&'a mut World);
@@ -51,6 +59,26 @@ impl World {
         let guard = Applying(self);
         while let Some(work) = guard.0.hooks.deferred.pop_front() {
             work(guard.0);
+        }
+    }
+
+    /// The hook kinds of `entity`'s components (none for an entity not alive): what a public
+    /// operation checks, once some hook is set, before it leaves its hookless path.
+    #[inline]
+    pub(super) fn entity_hook_flags(&self, entity: Entity) -> u8 {
+        match self.entities.location(entity) {
+            Some(loc) => self.archetypes[loc.archetype_id as usize].hook_flags(),
+            None => 0,
+        }
+    }
+
+    /// The hook kinds of bundle `B`'s components (none for a bundle the hookless path refuses
+    /// anyway).
+    #[inline]
+    pub(super) fn bundle_hook_flags<B: Bundle>(&mut self) -> u8 {
+        match self.bundle_id::<B>() {
+            Ok(b) => self.hooks.flags_of(self.bundles[b].ids()),
+            Err(_) => 0,
         }
     }
 
@@ -85,25 +113,37 @@ impl World {
         Some(self.archetypes[loc.archetype_id as usize].components().into())
     }
 
-    /// Runs `on_add`, then `on_insert`, of every component of each freshly spawned entity (all of
+    /// [`World::spawn_batch`] of a bundle with `on_add` or `on_insert` hooks: one
+    /// [`World::spawn`] at a time, each entity complete, its hooks and their deferred work
+    /// run, before the iterator is asked for the next bundle (an iterator that panics leaves no
+    /// spawned entity without its hooks).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn spawn_batch_hooked<B: Bundle>(
+        &mut self,
+        iter: impl Iterator<Item = B>,
+    ) -> Vec<Entity> {
+        let mut spawned = Vec::with_capacity(iter.size_hint().0);
+        for bundle in iter {
+            spawned.push(self.spawn(bundle));
+        }
+        spawned
+    }
+
+    /// Runs `on_add`, then `on_insert`, of every component of a freshly spawned entity (all of
+    /// them new).
+    fn run_spawn_hooks(&mut self, entity: Entity) {
+        let Some(ids) = self.components_of(entity) else { return };
+        self.run_kind(entity, &ids, HookFlags::ADD);
+        self.run_kind(entity, &ids, HookFlags::INSERT);
+    }
+
+    /// Runs `on_add`, then `on_insert`, of every component of a freshly spawned entity (all of
     /// them new), then the deferred work.
     #[cold]
     #[inline(never)]
-    pub(super) fn after_spawn(&mut self, spawned: &[Entity]) {
-        let mut last: Option<(ArchetypeId, SmallVec<[ComponentHook; 4]>)> = None;
-        for &entity in spawned {
-            let Some(loc) = self.entities.location(entity) else { continue };
-            let archetype = ArchetypeId(loc.archetype_id);
-            // A batch spawns into one archetype: collect its hooks once.
-            if last.as_ref().is_none_or(|(a, _)| *a != archetype) {
-                let ids = self.archetypes[archetype.index()].components();
-                let mut hooks = self.hooks.collect(ids, HookFlags::ADD);
-                hooks.extend(self.hooks.collect(ids, HookFlags::INSERT));
-                last = Some((archetype, hooks));
-            }
-            let (_, hooks) = last.as_ref().expect("set above");
-            self.run_hooks(entity, hooks);
-        }
+    pub(super) fn after_spawn(&mut self, entity: Entity) {
+        self.run_spawn_hooks(entity);
         self.apply_deferred();
     }
 
@@ -133,25 +173,43 @@ impl World {
     ) -> Result<(), EntityError> {
         // On an error here `op` is dropped, and with it the bundle; `op` would fail the same.
         let b = self.bundle_id::<B>()?;
-        let ids = ComponentIds::from(self.bundles[b].ids());
-        if self.hooks.flags_of(&ids) == 0 {
+        let kinds = HookFlags::ADD | HookFlags::INSERT | HookFlags::REPLACE;
+        if self.hooks.flags_of(self.bundles[b].ids()) & kinds == 0 {
             return op(self);
         }
+        let ids = ComponentIds::from(self.bundles[b].ids());
         // `None`: not alive (yet): a pending reservation becomes an entity with only these.
         let before = self.components_of(entity);
         let had = |c| before.as_ref().is_some_and(|b| b.contains(&c));
         let replaced: ComponentIds = ids.iter().copied().filter(|&c| had(c)).collect();
         self.run_kind(entity, &replaced, HookFlags::REPLACE);
-        op(self)?;
-        let added: ComponentIds = ids.iter().copied().filter(|&c| !had(c)).collect();
+        // A replaced value's `Drop` that panics does so once the insert is complete: the new
+        // values still get their hooks, then the panic continues. Only components the entity
+        // now has are hooked, whatever the panic was.
+        let panic = match catch_unwind(AssertUnwindSafe(|| op(self))) {
+            Ok(done) => {
+                done?;
+                None
+            }
+            Err(payload) => Some(payload),
+        };
+        let now = self.components_of(entity).unwrap_or_default();
+        let added: ComponentIds =
+            ids.iter().copied().filter(|&c| !had(c) && now.contains(&c)).collect();
+        let inserted: ComponentIds = ids.iter().copied().filter(|&c| now.contains(&c)).collect();
         self.run_kind(entity, &added, HookFlags::ADD);
-        self.run_kind(entity, &ids, HookFlags::INSERT);
+        self.run_kind(entity, &inserted, HookFlags::INSERT);
+        if let Some(payload) = panic {
+            resume_unwind(payload);
+        }
         Ok(())
     }
 
     /// [`World::insert_batch`] of a bundle with hooks, its entities checked alive: room
     /// reserved for all, then one hooked insert at a time in the batch's order, then the
     /// deferred work.
+    #[cold]
+    #[inline(never)]
     pub(super) fn insert_batch_hooked<B: Bundle>(
         &mut self,
         batch: Vec<(Entity, B)>,
@@ -189,17 +247,22 @@ impl World {
     fn try_remove_hooked<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
-        let b = self.bundle_id::<B>()?;
-        let ids = ComponentIds::from(self.bundles[b].ids());
-        if self.hooks.flags_of(&ids) & HookFlags::REMOVAL != 0 {
-            self.check_has_bundle(entity, loc, b)?;
-            self.run_removal_hooks(entity, &ids);
+        // An entity that holds the bundle holds its hooks: none in its archetype, none to run.
+        if self.archetypes[loc.archetype_id as usize].hook_flags() & HookFlags::REMOVAL != 0 {
+            let b = self.bundle_id::<B>()?;
+            let ids = ComponentIds::from(self.bundles[b].ids());
+            if self.hooks.flags_of(&ids) & HookFlags::REMOVAL != 0 {
+                self.check_has_bundle(entity, loc, b)?;
+                self.run_removal_hooks(entity, &ids);
+            }
         }
         self.try_remove_raw(entity)
     }
 
     /// The removal hooks of bundle `b`'s components for each of `entities` (checked: alive,
     /// holding the bundle, listed once).
+    #[cold]
+    #[inline(never)]
     pub(super) fn run_removal_hooks_batch(&mut self, entities: &[Entity], b: usize) {
         let ids = ComponentIds::from(self.bundles[b].ids());
         for &entity in entities {
@@ -245,11 +308,11 @@ impl World {
     /// whether it had.
     fn run_removal_hooks_of(&mut self, entity: Entity) -> bool {
         let Some(loc) = self.entities.location(entity) else { return false };
-        let components = self.archetypes[loc.archetype_id as usize].components();
-        if self.hooks.flags_of(components) & HookFlags::REMOVAL == 0 {
+        let archetype = &self.archetypes[loc.archetype_id as usize];
+        if archetype.hook_flags() & HookFlags::REMOVAL == 0 {
             return false;
         }
-        let ids = ComponentIds::from(components);
+        let ids = ComponentIds::from(archetype.components());
         self.run_removal_hooks(entity, &ids);
         true
     }
@@ -258,6 +321,12 @@ impl World {
     /// of the batch first, while all of them are whole (each entity once, however often it is
     /// listed), then the batch despawned as without hooks (swept, for a large one), then the
     /// deferred work.
+    ///
+    /// If a component's `Drop` panics, the rest of the batch is still despawned (each entity
+    /// whose hooks ran must go: its `on_remove` will not run again), each further panic caught
+    /// and dropped, and the first panic continues once the batch is gone.
+    #[cold]
+    #[inline(never)]
     pub(super) fn despawn_batch_hooked(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
         let entities: Vec<Entity> = entities.collect();
         let mut seen = ahash::AHashSet::new();
@@ -266,17 +335,33 @@ impl World {
                 seen.insert(entity);
             }
         }
-        let despawned = self.despawn_batch_raw(entities.into_iter());
-        self.apply_deferred();
-        despawned
+        let batch = entities.iter().copied();
+        match catch_unwind(AssertUnwindSafe(|| self.despawn_batch_raw(batch))) {
+            Ok(despawned) => {
+                self.apply_deferred();
+                despawned
+            }
+            Err(payload) => {
+                // The entities the batch had not reached (and the one whose `Drop` panicked is
+                // gone already): despawned one at a time, later panics dropped.
+                for &entity in &entities {
+                    if self.entities.is_alive(entity) {
+                        let _ = catch_unwind(AssertUnwindSafe(|| self.despawn_raw(entity)));
+                    }
+                }
+                resume_unwind(payload)
+            }
+        }
     }
 
     /// For [`World::clear`]: the removal hooks of every entity whose archetype has some, while
     /// the world is whole.
+    #[cold]
+    #[inline(never)]
     pub(super) fn run_removal_hooks_all(&mut self) {
         let mut doomed: Vec<(Entity, ComponentIds)> = Vec::new();
         for archetype in &self.archetypes {
-            if self.hooks.flags_of(archetype.components()) & HookFlags::REMOVAL == 0 {
+            if archetype.hook_flags() & HookFlags::REMOVAL == 0 {
                 continue;
             }
             let table = &self.tables[archetype.table_id().index()];
