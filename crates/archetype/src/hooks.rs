@@ -151,6 +151,8 @@ impl HookFlags {
     pub(crate) const REMOVAL: u8 = Self::REPLACE | Self::REMOVE;
     /// The hooks an insert can run.
     pub(crate) const INSERTS: u8 = Self::ADD | Self::INSERT | Self::REPLACE;
+    /// The hooks a spawn can run.
+    pub(crate) const SPAWN: u8 = Self::ADD | Self::INSERT;
 }
 
 /// The world's hooks, by component index, and the queue of deferred structural work.
@@ -193,6 +195,13 @@ impl Hooks {
     #[inline]
     pub(crate) fn of(&self, id: ComponentId) -> ComponentHooks {
         self.by_component.get(id.index()).copied().unwrap_or_default()
+    }
+
+    /// Whether some component of `ids` has a hook of a kind in `kinds` (the look-up skipped
+    /// while no component has such a hook).
+    #[inline(always)]
+    pub(crate) fn any_in(&self, ids: &[ComponentId], kinds: u8) -> bool {
+        self.any(kinds) && self.flags_of(ids) & kinds != 0
     }
 
     /// The union of the [`HookFlags`] of `ids`.

@@ -621,9 +621,7 @@ impl World {
     /// flush, when it succeeded.
     pub fn try_spawn<B: Bundle>(&mut self, bundle: B) -> Result<Entity, EntityError> {
         let entity = self.spawn_raw(bundle)?;
-        if self.hooks.any(HookFlags::ADD | HookFlags::INSERT)
-            && self.entity_hook_flags(entity) & (HookFlags::ADD | HookFlags::INSERT) != 0
-        {
+        if self.entity_has_hooks(entity, HookFlags::SPAWN) {
             self.after_spawn(entity);
         }
         Ok(entity)
@@ -686,9 +684,7 @@ impl World {
         entity: Entity,
         bundle: B,
     ) -> Result<(), EntityError> {
-        if self.hooks.any(HookFlags::INSERTS)
-            && self.bundle_hook_flags::<B>() & HookFlags::INSERTS != 0
-        {
+        if self.bundle_has_hooks::<B>(HookFlags::INSERTS) {
             return self.insert_hooked::<B>(entity, |w| w.spawn_reserved_raw(entity, bundle));
         }
         self.spawn_reserved_raw(entity, bundle)
@@ -800,10 +796,7 @@ impl World {
         let (lower, _) = iter.size_hint();
         self.try_flush().unwrap_or_else(|e| panic!("World::spawn: {e}"));
         let b = self.bundle_id::<B>().unwrap_or_else(|e| panic!("World::spawn: {e}"));
-        if self.hooks.any(HookFlags::ADD | HookFlags::INSERT)
-            && self.hooks.flags_of(self.bundles[b].ids()) & (HookFlags::ADD | HookFlags::INSERT)
-                != 0
-        {
+        if self.hooks.any_in(self.bundles[b].ids(), HookFlags::SPAWN) {
             return self.spawn_batch_hooked(iter);
         }
         let tick = self.change_tick();
@@ -882,9 +875,7 @@ impl World {
     /// [`EntityError::Storage`] when it is not alive, reservations are pending, and memory to
     /// flush them (to see whether `entity` is one) was refused: nothing changed then.
     pub fn despawn(&mut self, entity: Entity) -> Result<(), EntityError> {
-        if self.hooks.any(HookFlags::REMOVAL)
-            && self.entity_hook_flags(entity) & HookFlags::REMOVAL != 0
-        {
+        if self.entity_has_hooks(entity, HookFlags::REMOVAL) {
             return self.despawn_with_hooks(entity);
         }
         self.despawn_raw(entity)
@@ -1071,9 +1062,7 @@ impl World {
     /// a bundle that repeats a component type; [`EntityError::Storage`] when memory runs out,
     /// for the move or for the reserved entities flushed first (which then stay reserved).
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), EntityError> {
-        if self.hooks.any(HookFlags::INSERTS)
-            && self.bundle_hook_flags::<B>() & HookFlags::INSERTS != 0
-        {
+        if self.bundle_has_hooks::<B>(HookFlags::INSERTS) {
             return self.insert_hooked::<B>(entity, |w| w.insert_raw(entity, bundle));
         }
         self.insert_raw(entity, bundle)
@@ -1357,9 +1346,7 @@ impl World {
         let batch: Vec<(Entity, B)> = batch.into_iter().collect();
         // On an error the bundles are dropped here.
         let run = self.check_batch(batch.iter().map(|&(e, _)| e), None)?;
-        if self.hooks.any(HookFlags::INSERTS)
-            && self.hooks.flags_of(self.bundles[b].ids()) & HookFlags::INSERTS != 0
-        {
+        if self.hooks.any_in(self.bundles[b].ids(), HookFlags::INSERTS) {
             return self.insert_batch_hooked(batch, b);
         }
         let tick = self.change_tick();
@@ -1409,9 +1396,7 @@ impl World {
         self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let entities: Vec<Entity> = entities.into_iter().collect();
-        if self.hooks.any(HookFlags::REMOVAL)
-            && self.hooks.flags_of(self.bundles[b].ids()) & HookFlags::REMOVAL != 0
-        {
+        if self.hooks.any_in(self.bundles[b].ids(), HookFlags::REMOVAL) {
             // Every entity checked before any hook runs; the hooks change no structure, so the
             // check holds for the removal after them.
             self.check_remove_batch(&entities, b)?;
@@ -1826,9 +1811,7 @@ impl World {
     /// flushed first (which then stay reserved). On error nothing changed but that flush, when
     /// it succeeded.
     pub fn try_remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
-        if self.hooks.any(HookFlags::REMOVAL)
-            && self.entity_hook_flags(entity) & HookFlags::REMOVAL != 0
-        {
+        if self.entity_has_hooks(entity, HookFlags::REMOVAL) {
             return self.try_remove_with_hooks(entity);
         }
         self.try_remove_raw(entity)

@@ -57,9 +57,7 @@ impl SystemAccess {
         key: TypeKey,
         param: String,
     ) -> Result<(), ScheduleError> {
-        let mut access = Self::default();
-        access.resource_reads.insert(key);
-        self.add_param(system, &[access], param)
+        self.add_resource(system, key, param, false)
     }
 
     /// Adds a resource write.
@@ -69,8 +67,20 @@ impl SystemAccess {
         key: TypeKey,
         param: String,
     ) -> Result<(), ScheduleError> {
+        self.add_resource(system, key, param, true)
+    }
+
+    /// Adds one resource parameter, reading or writing `key`.
+    fn add_resource(
+        &mut self,
+        system: &str,
+        key: TypeKey,
+        param: String,
+        write: bool,
+    ) -> Result<(), ScheduleError> {
         let mut access = Self::default();
-        access.resource_writes.insert(key);
+        let set = if write { &mut access.resource_writes } else { &mut access.resource_reads };
+        set.insert(key);
         self.add_param(system, &[access], param)
     }
 

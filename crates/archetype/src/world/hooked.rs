@@ -5,6 +5,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
+use smallvec::SmallVec;
+
 use super::{World, first_repeat};
 use crate::bundle::{Bundle, ComponentIds};
 use crate::component::Component;
@@ -62,24 +64,23 @@ impl World {
         }
     }
 
-    /// The hook kinds of `entity`'s components (none for an entity not alive): what a public
-    /// operation checks, once some hook is set, before it leaves its hookless path.
-    #[inline]
-    pub(super) fn entity_hook_flags(&self, entity: Entity) -> u8 {
-        match self.entities.location(entity) {
-            Some(loc) => self.archetypes[loc.archetype_id as usize].hook_flags(),
-            None => 0,
-        }
+    /// Whether some component of `entity` (alive) has a hook of a kind in `kinds`: what a
+    /// public operation checks before it leaves its hookless path. One compare while no
+    /// component has such a hook; then the kinds kept on the entity's archetype.
+    #[inline(always)]
+    pub(super) fn entity_has_hooks(&self, entity: Entity, kinds: u8) -> bool {
+        self.hooks.any(kinds)
+            && self.entities.location(entity).is_some_and(|loc| {
+                self.archetypes[loc.archetype_id as usize].hook_flags() & kinds != 0
+            })
     }
 
-    /// The hook kinds of bundle `B`'s components (none for a bundle the hookless path refuses
-    /// anyway).
-    #[inline]
-    pub(super) fn bundle_hook_flags<B: Bundle>(&mut self) -> u8 {
-        match self.bundle_id::<B>() {
-            Ok(b) => self.hooks.flags_of(self.bundles[b].ids()),
-            Err(_) => 0,
-        }
+    /// Whether some component of bundle `B` has a hook of a kind in `kinds` (never for a bundle
+    /// the hookless path refuses anyway).
+    #[inline(always)]
+    pub(super) fn bundle_has_hooks<B: Bundle>(&mut self, kinds: u8) -> bool {
+        self.hooks.any(kinds)
+            && self.bundle_id::<B>().is_ok_and(|b| self.hooks.any_in(self.bundles[b].ids(), kinds))
     }
 
     /// How many closures hooks deferred wait to run ([`World::apply_deferred`]).
@@ -100,11 +101,19 @@ impl World {
         self.run_hooks(entity, &hooks);
     }
 
+    /// The `on_replace` hooks, then the `on_remove` hooks, of the components `ids`: what an
+    /// entity about to lose them runs.
+    fn removal_hooks(&self, ids: &[crate::ComponentId]) -> SmallVec<[ComponentHook; 4]> {
+        let mut hooks = self.hooks.collect(ids, HookFlags::REPLACE);
+        hooks.extend(self.hooks.collect(ids, HookFlags::REMOVE));
+        hooks
+    }
+
     /// Runs `on_replace`, then `on_remove`, of the components `ids` that `entity` is about to
     /// lose.
     fn run_removal_hooks(&mut self, entity: Entity, ids: &[crate::ComponentId]) {
-        self.run_kind(entity, ids, HookFlags::REPLACE);
-        self.run_kind(entity, ids, HookFlags::REMOVE);
+        let hooks = self.removal_hooks(ids);
+        self.run_hooks(entity, &hooks);
     }
 
     /// The components of `entity`'s archetype, or `None` if it is not alive.
@@ -171,12 +180,8 @@ impl World {
         entity: Entity,
         op: impl FnOnce(&mut Self) -> Result<(), EntityError>,
     ) -> Result<(), EntityError> {
-        // On an error here `op` is dropped, and with it the bundle; `op` would fail the same.
+        // The callers checked that the bundle has insert hooks (and so resolves).
         let b = self.bundle_id::<B>()?;
-        let kinds = HookFlags::ADD | HookFlags::INSERT | HookFlags::REPLACE;
-        if self.hooks.flags_of(self.bundles[b].ids()) & kinds == 0 {
-            return op(self);
-        }
         let ids = ComponentIds::from(self.bundles[b].ids());
         // `None`: not alive (yet): a pending reservation becomes an entity with only these.
         let before = self.components_of(entity);
@@ -247,14 +252,13 @@ impl World {
     fn try_remove_hooked<B: Bundle>(&mut self, entity: Entity) -> Result<B, EntityError> {
         self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
-        // An entity that holds the bundle holds its hooks: none in its archetype, none to run.
-        if self.archetypes[loc.archetype_id as usize].hook_flags() & HookFlags::REMOVAL != 0 {
-            let b = self.bundle_id::<B>()?;
+        // The caller checked that the entity's archetype has removal hooks; the bundle's own
+        // components may have none.
+        let b = self.bundle_id::<B>()?;
+        if self.hooks.any_in(self.bundles[b].ids(), HookFlags::REMOVAL) {
+            self.check_has_bundle(entity, loc, b)?;
             let ids = ComponentIds::from(self.bundles[b].ids());
-            if self.hooks.flags_of(&ids) & HookFlags::REMOVAL != 0 {
-                self.check_has_bundle(entity, loc, b)?;
-                self.run_removal_hooks(entity, &ids);
-            }
+            self.run_removal_hooks(entity, &ids);
         }
         self.try_remove_raw(entity)
     }
@@ -264,9 +268,9 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(super) fn run_removal_hooks_batch(&mut self, entities: &[Entity], b: usize) {
-        let ids = ComponentIds::from(self.bundles[b].ids());
+        let hooks = self.removal_hooks(self.bundles[b].ids());
         for &entity in entities {
-            self.run_removal_hooks(entity, &ids);
+            self.run_hooks(entity, &hooks);
         }
     }
 
@@ -304,17 +308,14 @@ impl World {
         self.despawn_raw(entity)
     }
 
-    /// The removal hooks of every component of `entity`, if it is alive and has any; returns
-    /// whether it had.
-    fn run_removal_hooks_of(&mut self, entity: Entity) -> bool {
-        let Some(loc) = self.entities.location(entity) else { return false };
+    /// The removal hooks of every component of `entity`, if it is alive and has any.
+    fn run_removal_hooks_of(&mut self, entity: Entity) {
+        let Some(loc) = self.entities.location(entity) else { return };
         let archetype = &self.archetypes[loc.archetype_id as usize];
-        if archetype.hook_flags() & HookFlags::REMOVAL == 0 {
-            return false;
+        if archetype.hook_flags() & HookFlags::REMOVAL != 0 {
+            let hooks = self.removal_hooks(archetype.components());
+            self.run_hooks(entity, &hooks);
         }
-        let ids = ComponentIds::from(archetype.components());
-        self.run_removal_hooks(entity, &ids);
-        true
     }
 
     /// [`World::despawn_batch`] with removal hooks somewhere: the removal hooks of every entity
@@ -331,8 +332,8 @@ impl World {
         let entities: Vec<Entity> = entities.collect();
         let mut seen = ahash::AHashSet::new();
         for &entity in &entities {
-            if !seen.contains(&entity) && self.run_removal_hooks_of(entity) {
-                seen.insert(entity);
+            if self.entity_has_hooks(entity, HookFlags::REMOVAL) && seen.insert(entity) {
+                self.run_removal_hooks_of(entity);
             }
         }
         let batch = entities.iter().copied();
@@ -359,18 +360,20 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(super) fn run_removal_hooks_all(&mut self) {
-        let mut doomed: Vec<(Entity, ComponentIds)> = Vec::new();
+        // Per archetype: its hooks, looked up once, and its entities.
+        let mut doomed: Vec<(SmallVec<[ComponentHook; 4]>, Vec<Entity>)> = Vec::new();
         for archetype in &self.archetypes {
             if archetype.hook_flags() & HookFlags::REMOVAL == 0 {
                 continue;
             }
             let table = &self.tables[archetype.table_id().index()];
-            doomed.extend(
-                archetype.entities(table).iter().map(|e| (e.entity, archetype.components().into())),
-            );
+            let entities = archetype.entities(table).iter().map(|e| e.entity).collect();
+            doomed.push((self.removal_hooks(archetype.components()), entities));
         }
-        for (entity, ids) in doomed {
-            self.run_removal_hooks(entity, &ids);
+        for (hooks, entities) in doomed {
+            for entity in entities {
+                self.run_hooks(entity, &hooks);
+            }
         }
     }
 }
