@@ -1,10 +1,5 @@
-//! What a query (and, above it, a system) reads and writes, and when two of them conflict.
-//!
-//! Access is keyed by `TypeId`, so it can be computed without a world and before a component is
-//! registered. A [`FilteredAccess`] also records the components every matched entity must have
-//! (`with`) and must not have (`without`): two accesses whose `with` and `without` sets exclude
-//! each other can never touch the same entity, so they do not conflict even if both write the
-//! same component (`Query<&mut A, With<B>>` and `Query<&mut A, Without<B>>`).
+//! What a query (and, above it, a system) reads and writes, and when two of them conflict
+//! (see [`FilteredAccess`]).
 
 use std::any::TypeId;
 use std::fmt;
@@ -72,6 +67,12 @@ impl TypeSet {
 
 /// The components one query reads and writes, and the ones its matched entities must and must
 /// not have.
+///
+/// Access is keyed by `TypeId`, so it can be computed without a world and before a component is
+/// registered. A `FilteredAccess` also records the components every matched entity must have
+/// (`with`) and must not have (`without`): two accesses whose `with` and `without` sets exclude
+/// each other can never touch the same entity, so they do not conflict even if both write the
+/// same component (`Query<&mut A, With<B>>` and `Query<&mut A, Without<B>>`).
 #[derive(Clone, Debug, Default)]
 pub struct FilteredAccess {
     /// Read (by `&T`, `Option<&T>`, `Added<T>`, `Changed<T>`).

@@ -1,11 +1,5 @@
 //! Every set of `K` distinct matching entities: pairs for collisions or forces between bodies,
-//! triples for formations. [`QueryState::iter_combinations`] yields read-only items;
-//! [`QueryState::for_each_combination_mut`] hands mutable ones to a closure, one combination
-//! at a time (an iterator could not: two of its combinations share entities, so their items
-//! would alias while both are alive).
-//!
-//! [`QueryState::iter_combinations`]: crate::QueryState::iter_combinations
-//! [`QueryState::for_each_combination_mut`]: crate::QueryState::for_each_combination_mut
+//! triples for formations ([`QueryCombinationIter`], and the closure that mutable items go to).
 
 use folio_archetype::Entity;
 
@@ -92,6 +86,15 @@ fn binomial(n: usize, k: usize) -> usize {
 
 /// The read-only items of every `K` distinct matching entities
 /// ([`QueryState::iter_combinations`](crate::QueryState::iter_combinations)).
+///
+/// Pairs for collisions or forces between bodies, triples for formations.
+/// [`QueryState::iter_combinations`] yields read-only items;
+/// [`QueryState::for_each_combination_mut`] hands mutable ones to a closure, one combination
+/// at a time (an iterator could not: two of its combinations share entities, so their items
+/// would alias while both are alive).
+///
+/// [`QueryState::iter_combinations`]: crate::QueryState::iter_combinations
+/// [`QueryState::for_each_combination_mut`]: crate::QueryState::for_each_combination_mut
 pub struct QueryCombinationIter<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, const K: usize> {
     lookup: Lookup<'w, 's, D, F>,
     combinations: Combinations<K>,

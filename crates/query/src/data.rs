@@ -1,5 +1,5 @@
 //! The [`QueryData`] terms: `&T`, `&mut T` (yielding [`Mut`]), `Option<D>`, [`Entity`] and
-//! tuples of up to 16 of them.
+//! tuples of up to 16 of them (those in `tuples`).
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};

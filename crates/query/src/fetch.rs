@@ -1,20 +1,7 @@
 //! The traits every query term implements: [`WorldQuery`] (matching, access, fetch setup),
 //! [`QueryData`] (what a matched entity yields) and [`QueryFilter`] (whether it is yielded).
 //!
-//! # Safety model
-//! A fetch holds raw pointers into one table's columns (or one sparse set), set by
-//! [`WorldQuery::set_table`] / [`WorldQuery::set_archetype`], and turns a row into an item. It
-//! never makes a slice over a whole column: a query that writes a component and filters on its
-//! ticks (`(&mut T, Changed<T>)`) reads ticks through the same raw pointer it writes through, so
-//! no shared reference ever overlaps a write. Which rows are live, and that no two live items
-//! alias, is the iterator's side of the contract (see `iter.rs`).
-//!
-//! The one place slices are made is [`QueryData::fold_rows`], for long runs of a dense loop
-//! whose filter reads nothing per row: each term's columns over exactly the rows about to be
-//! visited (`&[T]` for a read, `&mut [T]` and `&mut [u32]` ticks for a write), none of which has
-//! an item yet, passed as separate arguments to an out-of-line loop, whose items are then all
-//! derived from those slices. Items handed out before (earlier rows) or kept after (the loop's
-//! rows) never overlap a slice made for other rows.
+//! The safety model of fetches is on [`WorldQuery`]'s docs.
 
 use folio_archetype::{
     Archetype, Component, ComponentId, ComponentSparseSet, Entity, StorageType, Table, World,
@@ -215,6 +202,22 @@ pub(crate) use no_column_arguments;
 ///   the table). It also reports every component the term names at all, required or not
 ///   (`named_table`, `named_sparse`, `named_unresolved`): the dense sparse-set path is taken
 ///   only for queries that name one sparse-set component and nothing else.
+///
+/// # Safety model
+/// A fetch holds raw pointers into one table's columns (or one sparse set), set by
+/// [`WorldQuery::set_table`] / [`WorldQuery::set_archetype`], and turns a row into an item. It
+/// never makes a slice over a whole column: a query that writes a component and filters on its
+/// ticks (`(&mut T, Changed<T>)`) reads ticks through the same raw pointer it writes through, so
+/// no shared reference ever overlaps a write. Which rows are live, and that no two live items
+/// alias, is the iterator's side of the contract (see
+/// [`QueryIter`](crate::QueryIter#safety-model)).
+///
+/// The one place slices are made is [`QueryData::fold_rows`], for long runs of a dense loop
+/// whose filter reads nothing per row: each term's columns over exactly the rows about to be
+/// visited (`&[T]` for a read, `&mut [T]` and `&mut [u32]` ticks for a write), none of which has
+/// an item yet, passed as separate arguments to an out-of-line loop, whose items are then all
+/// derived from those slices. Items handed out before (earlier rows) or kept after (the loop's
+/// rows) never overlap a slice made for other rows.
 pub unsafe trait WorldQuery {
     /// Resolved component ids and anything else computed once per query state.
     type State: Send + Sync + 'static;

@@ -1,12 +1,5 @@
-//! [`QueryIter`]: walks a query's matches in one of three ways (see [`IterMode`]).
-//!
-//! # Safety model
-//! The iterator visits each matched entity at most once, so the items it hands out for
-//! different rows never alias; its creator vouches that the query's access is held for `'w`.
-//! In `Tables` mode rows are visited as `0..table.len()` of each matched table, with no lookup
-//! per entity and no branch per entity unless the filter checks ticks. A dense `Sparse`-mode
-//! query ([`Matches::is_dense_sparse`](crate::Matches::is_dense_sparse)) runs the same cursor
-//! over `0..set.len()` of its one sparse set, with the fetches pointed at the set's arrays.
+//! [`QueryIter`]: walks a query's matches in one of three ways (see [`IterMode`]); its safety
+//! model is on its own docs.
 
 use std::slice;
 
@@ -37,7 +30,16 @@ enum Cursor<'w, 's> {
     },
 }
 
-/// An iterator over a query's items.
+/// An iterator over a query's items, walking the matches in one of three ways (see
+/// [`IterMode`]).
+///
+/// # Safety model
+/// The iterator visits each matched entity at most once, so the items it hands out for
+/// different rows never alias; its creator vouches that the query's access is held for `'w`.
+/// In `Tables` mode rows are visited as `0..table.len()` of each matched table, with no lookup
+/// per entity and no branch per entity unless the filter checks ticks. A dense `Sparse`-mode
+/// query ([`Matches::is_dense_sparse`](crate::Matches::is_dense_sparse)) runs the same cursor
+/// over `0..set.len()` of its one sparse set, with the fetches pointed at the set's arrays.
 pub struct QueryIter<'w, 's, D: QueryData, F: QueryFilter> {
     world: &'w World,
     data_state: &'s D::State,

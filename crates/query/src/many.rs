@@ -1,7 +1,6 @@
 //! [`QueryManyIter`]: the read-only items of a list of entities, skipping those the query does
 //! not match (gone, lacking a component, filtered out); [`for_each_many`] gives the mutable
-//! items to a closure one at a time. For entity lists kept in components: a unit's squad, an
-//! inventory's items, a node's children, the targets an explosion hit.
+//! items to a closure one at a time.
 
 use folio_archetype::Entity;
 
@@ -10,6 +9,12 @@ use crate::state::Lookup;
 
 /// The read-only items of the entities an iterator yields, in its order, skipping the ones
 /// the query does not match ([`QueryState::iter_many`](crate::QueryState::iter_many)).
+///
+/// For entity lists kept in components: a unit's squad, an inventory's items, a node's
+/// children, the targets an explosion hit. [`QueryState::for_each_many_mut`] gives the mutable
+/// items to a closure one at a time.
+///
+/// [`QueryState::for_each_many_mut`]: crate::QueryState::for_each_many_mut
 pub struct QueryManyIter<'w, 's, D: ReadOnlyQueryData, F: QueryFilter, I: Iterator<Item = Entity>> {
     lookup: Lookup<'w, 's, D, F>,
     entities: I,

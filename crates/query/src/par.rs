@@ -1,11 +1,5 @@
-//! [`QueryParIter`]: a query's items handed to a closure on rayon's thread pool.
-//!
-//! The work is cut into batches of rows (a table, or a slice of one; an archetype's entities, or
-//! a slice of them; a slice of the driving sparse set, walked densely when the query names only
-//! that set's component), each batch run by one task with its own
-//! fetch. The batch size adapts to the query's length and the pool's size: about four batches
-//! per thread, none smaller than [`MIN_BATCH`], and a query too small to split runs on the
-//! calling thread without touching the pool.
+//! [`QueryParIter`]: a query's items handed to a closure on rayon's thread pool, in batches (see
+//! its docs).
 
 use rayon::prelude::*;
 
@@ -19,6 +13,13 @@ use crate::state::{IterMode, Matches};
 pub const MIN_BATCH: usize = 64;
 
 /// A parallel iterator over a query's items: call [`QueryParIter::for_each`].
+///
+/// The work is cut into batches of rows (a table, or a slice of one; an archetype's entities, or
+/// a slice of them; a slice of the driving sparse set, walked densely when the query names only
+/// that set's component), each batch run by one task with its own fetch. The batch size adapts
+/// to the query's length and the pool's size: about four batches per thread, none smaller than
+/// [`MIN_BATCH`], and a query too small to split runs on the calling thread without touching the
+/// pool.
 pub struct QueryParIter<'w, 's, D: QueryData, F: QueryFilter> {
     world: &'w World,
     data_state: &'s D::State,

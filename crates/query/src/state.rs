@@ -1,5 +1,8 @@
 //! [`QueryState`]: a query's resolved terms, validated access, and the cache of the tables and
 //! archetypes it matches, kept up to date incrementally as the world makes new archetypes.
+//!
+//! Building a state and matching archetypes are here; running it is in `iteration` (its
+//! iterators, `single`, `is_empty`, `count`) and looking entities up in `get`.
 
 use std::cell::Cell;
 

@@ -1,15 +1,8 @@
-//! [`Column`]: the type-erased dense array that tables and sparse sets keep components in.
+//! [`Column`]: the type-erased dense array that tables and sparse sets keep components in, with
+//! the helpers its users copy, drop and prefetch items with.
 //!
-//! A column knows its items only by `Layout` and drop function. It follows the small-column
-//! policy of `raw.rs`: up to [`SMALL_COLUMN_BYTES`](crate::SMALL_COLUMN_BYTES) it lives in a heap
-//! block (so thousands of near-empty archetypes stay cheap and far from Linux's limit of 65,530
-//! mappings), then moves once into its own reservation and never moves again.
-//!
-//! # Safety model
-//! Items `[0, len)` are initialised values of the column's type; `len <= buf.capacity()`. The
-//! caller of each `unsafe` method promises that pointers it passes point to values of that type.
-//! Removal keeps the column consistent even if an item's `Drop` panics: a scope guard finishes the
-//! swap-remove during unwinding, so no value is dropped twice or left half-moved.
+//! Its design (the small-column policy, the colouring and reuse of its reservation) and its
+//! safety model are on [`Column`]'s own docs.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -29,6 +22,35 @@ pub type DropFn = unsafe fn(*mut u8);
 /// ([`Column::new`], which is `unsafe`, and [`Column::of`]) require that type to be
 /// `Send + Sync` (the component registry above guarantees it with its `T: Send + Sync + 'static`
 /// bound).
+///
+/// A column knows its items only by `Layout` and drop function. It follows the small-column
+/// policy of the crate's [growth policy](crate#growth-policy): up to [`SMALL_COLUMN_BYTES`] it
+/// lives in a heap block (so thousands of near-empty archetypes stay cheap and far from Linux's
+/// limit of 65,530 mappings), then moves once into its own reservation and never moves again.
+///
+/// # Reservations: colouring and reuse
+/// A column's reservation gets two things a [`VirtualVec`](crate::VirtualVec)'s does not (its
+/// layout is one that tests and users may rely on):
+/// - **Colouring.** Reservations are page-aligned and 16 GiB apart, so row `i` of every column
+///   of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
+///   a table of a dozen columns thrashes the 8-way L1 on every row it touches. Each column's
+///   items therefore start at a different cache-line offset inside the first page of its
+///   reservation (a multiple of the item alignment, below one page; the reservation is one page
+///   larger, so the capacity is unchanged).
+/// - **Reuse.** A dropped column hands its reservation, with up to one commit step
+///   ([`COMMIT_STEP_MAX`](crate::COMMIT_STEP_MAX)) still committed, to a small process-wide
+///   list (at most 64 reservations and 16 MiB committed in all) instead of unmapping it; the
+///   next column that needs a reservation of the same size and source takes one back, so a
+///   fresh world reuses warm pages instead of faulting in zeroed ones (what `malloc` does for
+///   the peers' vectors). Only reservations of the default source ([`default_source`]) are
+///   kept, so a fault-injecting source sees every commit. Its committed prefix holds stale
+///   bytes, which a column never reads before writing.
+///
+/// # Safety model
+/// Items `[0, len)` are initialised values of the column's type; `len <= buf.capacity()`. The
+/// caller of each `unsafe` method promises that pointers it passes point to values of that type.
+/// Removal keeps the column consistent even if an item's `Drop` panics: a scope guard finishes the
+/// swap-remove during unwinding, so no value is dropped twice or left half-moved.
 pub struct Column {
     buf: RawBuf,
     /// Items `[0, len)` are initialised.

@@ -1,10 +1,5 @@
 //! [`StorageConfig`]: where a world's containers take their pages from, and how much address
 //! space each one reserves.
-//!
-//! Every column of a world (table columns, sparse-set values and ticks, the entity metas) is
-//! built from one config, so a test can hand a whole world a fault-injecting
-//! [`PageSource`](crate::vm::PageSource) or small reservations, and see each OS failure come
-//! back as a [`StorageError`](crate::StorageError) with the world unchanged.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -14,6 +9,11 @@ use crate::column::{Column, DropFn, drop_fn_of};
 use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 
 /// The page source and the reservation size of a set of containers.
+///
+/// Every column of a world (table columns, sparse-set values and ticks, the entity metas) is
+/// built from one config, so a test can hand a whole world a fault-injecting [`PageSource`] or
+/// small reservations, and see each OS failure come back as a
+/// [`StorageError`](crate::StorageError) with the world unchanged.
 #[derive(Clone)]
 pub struct StorageConfig {
     source: Arc<dyn PageSource>,

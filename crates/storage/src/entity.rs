@@ -1,59 +1,10 @@
 //! [`Entity`] ids, their [`EntityLocation`]s, and the [`Entities`] allocator.
 //!
-//! An [`Entity`] is 64 bits: a slot `index` and a `generation`. The generation is a `NonZeroU32`,
-//! so `Option<Entity>` is 8 bytes too. An entity is alive while its slot is in use *and* the slot's
-//! generation is the entity's; freeing bumps the slot's generation, so every copy of the old id
-//! kept elsewhere is detected as stale from then on.
-//!
-//! # Layout
-//! [`Entities`] keeps one 16-byte `EntityMeta` per index ever used, in a [`Column`]: the slot's
-//! generation and the entity's [`EntityLocation`], whose archetype id is `u32::MAX` while the
-//! slot is not alive (no archetype has that id). Four metas fill a cache line exactly, so none
-//! straddles two (a random despawn misses on its entity's meta and on the moved entity's: one
-//! line each, and a smaller array). Past the column's
-//! small heap phase the metas never move, so growing the entity count never copies the table;
-//! as a column, the metas also get a coloured, reusable reservation (see `raw.rs`), so a fresh
-//! world reuses warm pages. The location is opaque here: the archetype
-//! layer writes it (through [`Entities::set_location`] or the `init` callback of
-//! [`Entities::flush`]) and reads it back. That mark makes [`Entities::is_alive`] exact: a
-//! freed entity, a never-allocated one, and one fabricated with [`Entity::from_bits`] from the
-//! slot's *next* generation all report dead, whatever their location says.
-//!
-//! # Reuse order: a FIFO freelist (seed 003)
-//! Freed indices go to the back of a `VecDeque` and are taken from the front, so an index is
-//! reused as late as possible: only after every index freed before it. This spreads generation
-//! bumps over all free slots (a slot reaches the generation limit as late as possible) and keeps a
-//! stale id pointing at an empty slot for as long as possible, which makes use-after-despawn bugs
-//! easier to see while debugging.
-//!
-//! # Generation overflow: the slot retires
-//! When a slot whose generation is already `u32::MAX` is freed, its generation cannot be bumped.
-//! The slot then *retires*: it is never put on the freelist again, so no `(index, generation)` pair
-//! is ever handed out twice. A retired slot costs one meta (16 bytes); it takes 2^32 - 1 frees of
-//! the same index to retire it.
-//!
-//! # Reserving ids from `&self`
-//! Parallel systems need ids for entities they will spawn later, without a `&mut` borrow.
-//! [`Entities::reserve`] hands them out with one atomic counter `reserved`, the number of ids
-//! reserved since the last flush: the `k`-th reservation is `free[k]` (the freelist keeps each
-//! slot's already bumped generation beside its index, so reserving reads no meta) while
-//! `k < free.len()`, and the brand-new index
-//! `metas.len() + (k - free.len())` (generation 1) after that. Nothing but the counter changes, so
-//! any number of threads can reserve at once. [`Entities::flush`] (at the next sync point, with
-//! `&mut self`) materialises them in the same order: it pops `free[0]` or pushes a new meta, lowers
-//! the counter by one, marks the entity alive and lets the caller place it. Each step keeps the
-//! mapping above true for the ids still pending, so a panicking `init` loses nothing. Room for
-//! every new meta is made before the first step, so a refused commit
-//! ([`Entities::try_flush`]'s error) leaves every reservation pending and nothing alive.
-//! Reserved-but-unflushed ids are not alive.
-//!
-//! [`Entities::alloc`] changes the freelist the reservations are read from, so it **panics**
-//! while reservations are pending ("flush reserved entities first") instead of flushing silently
-//! with no location. [`Entities::free`] and [`Entities::clear`] work meanwhile: the indices they
-//! free join the freelist once no reservation is pending, so every pending reservation keeps the
-//! id it was handed.
-//!
-//! This module has no `unsafe` code.
+//! The types and the allocator's bookkeeping (`EntityMeta`, `Metas`) are here; the
+//! allocator's operations are in `allocator` (making and freeing ids, locations) and
+//! `reservations` (reserving ids through `&self`, flushing them). The design (layout, reuse
+//! order, retired slots, reservations) is on [`Entities`]' own docs. The only `unsafe` code is
+//! `Metas`' typed view of its column.
 
 use std::alloc::Layout;
 use std::collections::VecDeque;
@@ -69,6 +20,11 @@ mod allocator;
 mod reservations;
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
+///
+/// An [`Entity`] is 64 bits: a slot `index` and a `generation`. The generation is a `NonZeroU32`,
+/// so `Option<Entity>` is 8 bytes too. An entity is alive while its slot is in use *and* the slot's
+/// generation is the entity's; freeing bumps the slot's generation, so every copy of the old id
+/// kept elsewhere is detected as stale from then on.
 ///
 /// Ordering is by index, then generation. `Debug` and `Display` print `12v3` for index 12,
 /// generation 3.
@@ -193,6 +149,54 @@ impl EntityMeta {
 ///   [`Self::flush_front`] one at a time. [`Self::alloc`] panics while reservations are
 ///   pending: flush reserved entities first. [`Self::free`] and [`Self::clear`] work meanwhile:
 ///   an index they free joins the freelist once no reservation is pending.
+///
+/// # Layout
+/// [`Entities`] keeps one 16-byte `EntityMeta` per index ever used, in a [`Column`]: the slot's
+/// generation and the entity's [`EntityLocation`], whose archetype id is `u32::MAX` while the
+/// slot is not alive (no archetype has that id). Four metas fill a cache line exactly, so none
+/// straddles two (a random despawn misses on its entity's meta and on the moved entity's: one
+/// line each, and a smaller array). Past the column's small heap phase the metas never move, so
+/// growing the entity count never copies the table; as a column, the metas also get a coloured,
+/// reusable reservation (see [`Column`](crate::Column#reservations-colouring-and-reuse)), so a
+/// fresh world reuses warm pages. The location is opaque to the allocator: the archetype layer
+/// writes it (through [`Entities::set_location`] or the `init` callback of
+/// [`Entities::flush`]) and reads it back. That mark makes [`Entities::is_alive`] exact: a
+/// freed entity, a never-allocated one, and one fabricated with [`Entity::from_bits`] from the
+/// slot's *next* generation all report dead, whatever their location says.
+///
+/// # Reuse order: a FIFO freelist (seed 003)
+/// Freed indices go to the back of a `VecDeque` and are taken from the front, so an index is
+/// reused as late as possible: only after every index freed before it. This spreads generation
+/// bumps over all free slots (a slot reaches the generation limit as late as possible) and keeps a
+/// stale id pointing at an empty slot for as long as possible, which makes use-after-despawn bugs
+/// easier to see while debugging.
+///
+/// # Generation overflow: the slot retires
+/// When a slot whose generation is already `u32::MAX` is freed, its generation cannot be bumped.
+/// The slot then *retires*: it is never put on the freelist again, so no `(index, generation)` pair
+/// is ever handed out twice. A retired slot costs one meta (16 bytes); it takes 2^32 - 1 frees of
+/// the same index to retire it.
+///
+/// # Reserving ids from `&self`
+/// Parallel systems need ids for entities they will spawn later, without a `&mut` borrow.
+/// [`Entities::reserve`] hands them out with one atomic counter `reserved`, the number of ids
+/// reserved since the last flush: the `k`-th reservation is `free[k]` (the freelist keeps each
+/// slot's already bumped generation beside its index, so reserving reads no meta) while
+/// `k < free.len()`, and the brand-new index
+/// `metas.len() + (k - free.len())` (generation 1) after that. Nothing but the counter changes, so
+/// any number of threads can reserve at once. [`Entities::flush`] (at the next sync point, with
+/// `&mut self`) materialises them in the same order: it pops `free[0]` or pushes a new meta, lowers
+/// the counter by one, marks the entity alive and lets the caller place it. Each step keeps the
+/// mapping above true for the ids still pending, so a panicking `init` loses nothing. Room for
+/// every new meta is made before the first step, so a refused commit
+/// ([`Entities::try_flush`]'s error) leaves every reservation pending and nothing alive.
+/// Reserved-but-unflushed ids are not alive.
+///
+/// [`Entities::alloc`] changes the freelist the reservations are read from, so it **panics**
+/// while reservations are pending ("flush reserved entities first") instead of flushing silently
+/// with no location. [`Entities::free`] and [`Entities::clear`] work meanwhile: the indices they
+/// free join the freelist once no reservation is pending, so every pending reservation keeps the
+/// id it was handed.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
     metas: Metas,

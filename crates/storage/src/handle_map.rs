@@ -1,36 +1,8 @@
 //! [`HandleMap`]: values behind generational [`Handle`]s, stored densely (seed 001, `handle_map`).
 //!
-//! You insert a value and get back a [`Handle`]; the map picks the key. A handle is 64 bits:
-//! a 32-bit slot index, a 16-bit generation and a 16-bit type tag.
-//!
-//! # Design
-//! Three virtual arrays:
-//! - `items`: the values, packed with no holes, so iterating is a walk over one slice.
-//! - `dense_to_sparse`: one entry per value, the slot that owns it. `remove` needs it to find the
-//!   slot of the value that swap-remove moves into the hole, in O(1).
-//! - `slots`: one per index ever handed out. A slot is one of:
-//!   - `Occupied { dense, generation }`: its value lives at `items[dense]`;
-//!   - `Free { next, generation }`: a link in the intrusive freelist (FIFO: freed slots go to the
-//!     back, `insert` takes from the front, so a slot's generations are used up as slowly as
-//!     possible); `generation` is what the next occupant gets;
-//!   - `Retired`: its generations are used up and it is never handed out again.
-//!
-//! A lookup checks the handle's tag against the map's, then indexes `slots` and compares the
-//! generation, then indexes `items`: two array reads, no hashing. Insert takes the front free slot
-//! (or appends one) and pushes the value; remove swap-removes the value, points the moved value's
-//! slot at its new place, bumps the freed slot's generation and appends it to the freelist.
-//!
-//! # Generations
-//! A generation is a [`NonZeroU16`]: the zero niche makes `Option<Handle>` 8 bytes, and 16 bits
-//! leave room for the 16-bit type tag in a 64-bit handle. When a slot's generation would wrap, the
-//! slot is retired instead, so an `(index, generation)` pair is never handed out twice and a stale
-//! handle can never alias a new value. A retired slot costs 8 bytes of `slots` for every 65,535
-//! values that passed through it; retired slots count against the map's index space.
-//!
-//! [`HandleMap::reset`] is the exception: it forgets every slot and generation, so a handle from
-//! before a reset may resolve to a value inserted after it.
-//!
-//! This module has no `unsafe` code; the virtual arrays keep their own safety invariants.
+//! Its design (three virtual arrays, FIFO slot reuse, retiring generations) is on
+//! [`HandleMap`]'s own docs. This module has no `unsafe` code; the virtual arrays keep their own
+//! safety invariants.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -128,6 +100,9 @@ enum Slot {
 /// Insert, lookup and remove are O(1). Iteration walks the dense array, whose order changes as
 /// values are removed (swap-remove) and can be restored with [`defragment`](Self::defragment).
 ///
+/// You insert a value and get back a [`Handle`]; the map picks the key. A handle is 64 bits:
+/// a 32-bit slot index, a 16-bit generation and a 16-bit type tag.
+///
 /// ```
 /// use folio_storage::HandleMap;
 ///
@@ -140,6 +115,33 @@ enum Slot {
 /// assert_eq!(lights[green], "green");
 /// assert_eq!(lights.values(), ["green"]);
 /// ```
+///
+/// # Design
+/// Three virtual arrays:
+/// - `items`: the values, packed with no holes, so iterating is a walk over one slice.
+/// - `dense_to_sparse`: one entry per value, the slot that owns it. `remove` needs it to find the
+///   slot of the value that swap-remove moves into the hole, in O(1).
+/// - `slots`: one per index ever handed out. A slot is one of:
+///   - `Occupied { dense, generation }`: its value lives at `items[dense]`;
+///   - `Free { next, generation }`: a link in the intrusive freelist (FIFO: freed slots go to the
+///     back, `insert` takes from the front, so a slot's generations are used up as slowly as
+///     possible); `generation` is what the next occupant gets;
+///   - `Retired`: its generations are used up and it is never handed out again.
+///
+/// A lookup checks the handle's tag against the map's, then indexes `slots` and compares the
+/// generation, then indexes `items`: two array reads, no hashing. Insert takes the front free slot
+/// (or appends one) and pushes the value; remove swap-removes the value, points the moved value's
+/// slot at its new place, bumps the freed slot's generation and appends it to the freelist.
+///
+/// # Generations
+/// A generation is a [`NonZeroU16`]: the zero niche makes `Option<Handle>` 8 bytes, and 16 bits
+/// leave room for the 16-bit type tag in a 64-bit handle. When a slot's generation would wrap, the
+/// slot is retired instead, so an `(index, generation)` pair is never handed out twice and a stale
+/// handle can never alias a new value. A retired slot costs 8 bytes of `slots` for every 65,535
+/// values that passed through it; retired slots count against the map's index space.
+///
+/// [`HandleMap::reset`] is the exception: it forgets every slot and generation, so a handle from
+/// before a reset may resolve to a value inserted after it.
 pub struct HandleMap<T> {
     /// The values; `items.len() == dense_to_sparse.len()`.
     items: VirtualVec<T>,

@@ -15,9 +15,35 @@
 //! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations.
 //! - [`HandleMap`]: generational handles over dense data.
 //!
+//! # Growth policy
+//! [`VirtualVec`] and [`Column`] stand on one non-generic buffer of items of one `Layout`, which
+//! grows without ever moving once it lives in a reservation:
+//! - Up to a size limit the items live in an ordinary heap block that doubles (so a near-empty
+//!   table column costs a few bytes, not a page and an OS mapping). A `VirtualVec` has no heap
+//!   phase (its limit is 0); columns use [`SMALL_COLUMN_BYTES`].
+//! - Past it the items move **once** into a reservation of address space for the container's
+//!   maximum capacity (a `VirtualVec`'s, or a column's [`StorageConfig::reserve_bytes`]); from
+//!   then on growth commits pages in place and nothing moves again.
+//! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`] (a
+//!   `VirtualVec`) or [`COLUMN_COMMIT_STEP`] (a column); so a buffer's committed bytes exceed
+//!   what it needs by less than one step (≤ 1 MiB), and growing to 400 MB takes about 400
+//!   `mprotect` calls (3,200 for a column, whose steps are small to keep each push short).
+//! - **Alignment past a page.** A reservation starts on a page, so items aligned more strictly
+//!   start at the first multiple of their alignment in it; the reservation (a column's or a
+//!   `VirtualVec`'s) is larger by the alignment less one page, so the capacity is unchanged.
+//!
+//! A column's reservation is also coloured and reused: see [`Column`].
+//!
 //! # Safety model
-//! Each module documents its own invariants; the rule they share is that a committed page is
-//! never moved or unmapped while a container that owns it is alive.
+//! Each container documents its own invariants (the "Safety model" sections of [`VirtualVec`],
+//! [`VirtualPool`], [`Column`] and [`ComponentSparseSet`], and of [`vm`] for reservations); the
+//! rule they share is that a committed page is never moved or unmapped while a container that
+//! owns it is alive.
+//!
+//! The buffer under [`VirtualVec`] and [`Column`] is valid for reads and writes of its capacity
+//! in items: either a heap block of `capacity * size` bytes, or the committed prefix of the
+//! reservation. For zero-sized items and before the first growth, its pointer is dangling but
+//! aligned.
 #![warn(unsafe_op_in_unsafe_fn)]
 
 mod column;

@@ -1,13 +1,4 @@
 //! [`VirtualPool`]: slots with stable indices on a virtual array (seed 000).
-//!
-//! Removing a value leaves a hole; the hole itself stores the index of the next hole (an intrusive
-//! freelist, so no side allocation), and `insert` fills the most recent hole first. A validity
-//! bitset, one bit per slot, tells live slots from holes, so iteration skips 64 holes with one
-//! word test. Nothing ever moves: an index (and a pointer) stays valid until its value is removed.
-//!
-//! # Safety model
-//! Slot `i < slots.len()` holds a live `T` exactly when bit `i` of `bits` is set; otherwise it holds
-//! the freelist link. `free_head` and every link name a hole or are `NONE`.
 
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -25,6 +16,15 @@ union Slot<T> {
 }
 
 /// A pool of values with stable indices, O(1) insert and remove, and hole-skipping iteration.
+///
+/// Removing a value leaves a hole; the hole itself stores the index of the next hole (an intrusive
+/// freelist, so no side allocation), and `insert` fills the most recent hole first. A validity
+/// bitset, one bit per slot, tells live slots from holes, so iteration skips 64 holes with one
+/// word test. Nothing ever moves: an index (and a pointer) stays valid until its value is removed.
+///
+/// # Safety model
+/// Slot `i < slots.len()` holds a live `T` exactly when bit `i` of `bits` is set; otherwise it
+/// holds the freelist link. `free_head` and every link name a hole or are `NONE`.
 pub struct VirtualPool<T> {
     slots: VirtualVec<Slot<T>>,
     /// Bit `i % 64` of word `i / 64` is set when slot `i` is live.

@@ -4,39 +4,10 @@
 //!
 //! `RawBuf` only manages capacity; its owner tracks the length and drops items.
 //!
-//! # Growth policy
-//! - Up to `small_limit` bytes the items live in an ordinary heap block that doubles (so a
-//!   near-empty table column costs a few bytes, not a page and an OS mapping). `VirtualVec` sets the
-//!   limit to 0; columns use [`SMALL_COLUMN_BYTES`].
-//! - Past it the items move **once** into a reservation of `max_bytes` of address space; from then on
-//!   growth commits pages in place and nothing moves again.
-//! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`] (a
-//!   `VirtualVec`) or [`COLUMN_COMMIT_STEP`] (a column); so a buffer's committed bytes exceed
-//!   what it needs by less than one step (≤ 1 MiB), and growing to 400 MB takes about 400
-//!   `mprotect` calls (3,200 for a column, whose steps are small to keep each push short).
-//!
-//! # Column reservations: colouring and reuse
-//! Columns (not `VirtualVec`s, whose layout tests and users may rely on) get two more things:
-//! - **Colouring.** Reservations are page-aligned and 16 GiB apart, so row `i` of every column
-//!   of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
-//!   a table of a dozen columns thrashes the 8-way L1 on every row it touches. Each column's
-//!   items therefore start at a different cache-line offset inside the first page of its
-//!   reservation (a multiple of the item alignment, below one page; the reservation is one page
-//!   larger, so the capacity is unchanged).
-//! - **Alignment past a page.** A reservation starts on a page, so items aligned more strictly
-//!   start at the first multiple of their alignment in it; the reservation (a column's or a
-//!   `VirtualVec`'s) is larger by the alignment less one page, so the capacity is unchanged.
-//! - **Reuse.** A dropped column hands its reservation, with up to [`SPARE_KEEP_BYTES`] still
-//!   committed, to a small process-wide list (at most [`SPARE_MAX`] reservations and
-//!   [`SPARE_TOTAL_BYTES`] committed in all) instead of unmapping it; the next column that needs
-//!   a reservation of the same size and source takes one back, so a fresh world reuses warm
-//!   pages instead of faulting in zeroed ones (what `malloc` does for the peers' vectors). Its
-//!   committed prefix holds stale bytes, which a column never reads before writing.
-//!
-//! # Safety model
-//! `ptr` is valid for reads and writes of `cap` items: either a heap block of `cap * size` bytes,
-//! or the committed prefix of the reservation. For zero-sized items and before the first growth,
-//! `ptr` is dangling but aligned.
+//! The design is documented where rustdoc renders it: the growth policy (heap phase, the one
+//! move into a reservation, commit steps, alignment past a page) and the buffer's safety model
+//! in the [crate docs](crate#growth-policy), the colouring and reuse of column reservations
+//! (the spare list here) on [`Column`](crate::Column#reservations-colouring-and-reuse).
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -82,7 +53,8 @@ pub(crate) const SPARE_MAX: usize = 64;
 /// The most committed bytes over all reservations on the spare list.
 pub(crate) const SPARE_TOTAL_BYTES: usize = 16 << 20;
 
-/// Dropped column reservations kept for reuse (see the module docs), with their committed bytes.
+/// Dropped column reservations kept for reuse (see
+/// [`Column`](crate::Column#reservations-colouring-and-reuse)), with their committed bytes.
 static SPARE: Mutex<Spare> = Mutex::new(Spare { list: Vec::new(), committed: 0 });
 
 struct Spare {
@@ -158,7 +130,8 @@ fn next_colour(page_size: usize, align: usize) -> usize {
 }
 
 pub(crate) struct RawBuf {
-    /// Start of the items; valid for `cap` items (see the module's safety model).
+    /// Start of the items; valid for `cap` items (see the crate's
+    /// [safety model](crate#safety-model)).
     ptr: NonNull<u8>,
     /// How many items fit in the memory behind `ptr`.
     cap: usize,
@@ -172,7 +145,8 @@ pub(crate) struct RawBuf {
     /// The largest commit step: [`COMMIT_STEP_MAX`], or [`COLUMN_COMMIT_STEP`] for a column.
     step_max: usize,
     source: Arc<dyn PageSource>,
-    /// A column buffer: its reservation is coloured and reused (see the module docs).
+    /// A column buffer: its reservation is coloured and reused (see
+    /// [`Column`](crate::Column#reservations-colouring-and-reuse)).
     column: bool,
     /// While reserved: where the items start in the reservation (a multiple of the item
     /// alignment, below one page). 0 otherwise.

@@ -1,21 +1,5 @@
 //! Sparse sets (seed 002): entity index → dense position through a paged sparse array, dense
 //! entities beside dense data, swap-remove.
-//!
-//! The sparse array is split into pages of [`PAGE_LEN`] entries allocated on first use, so a set
-//! holding a few entities with large indices costs a page or two, not an array as long as the
-//! largest index. The dense data is a [`Column`], so [`ComponentSparseSet`] is type-erased and
-//! [`SparseSet<T>`] is a thin typed wrapper over it.
-//!
-//! An entity whose index is present with another generation is not "in" the set (lookups compare
-//! the whole entity); inserting it replaces the stale entry, dropping its value.
-//!
-//! Beside each value the set keeps two change ticks (the tick it was added at and the tick it
-//! was last changed at), in dense order, for the query layer's `Added` and `Changed` filters.
-//! [`SparseSet<T>`], the typed wrapper for use outside a world, leaves them at 0.
-//!
-//! # Safety model
-//! `entities.len() == data.len() == added.len() == changed.len()`; for each dense position `i`,
-//! `sparse[entities[i].index()] == i`, and every other sparse entry is `EMPTY`.
 
 use std::alloc::Layout;
 use std::marker::PhantomData;
@@ -82,6 +66,22 @@ impl SparseArray {
 }
 
 /// A type-erased sparse set: one component type's values for the entities that have it.
+///
+/// The sparse array is split into pages of [`PAGE_LEN`] entries allocated on first use, so a set
+/// holding a few entities with large indices costs a page or two, not an array as long as the
+/// largest index. The dense data is a [`Column`], so [`ComponentSparseSet`] is type-erased and
+/// [`SparseSet<T>`] is a thin typed wrapper over it.
+///
+/// An entity whose index is present with another generation is not "in" the set (lookups compare
+/// the whole entity); inserting it replaces the stale entry, dropping its value.
+///
+/// Beside each value the set keeps two change ticks (the tick it was added at and the tick it
+/// was last changed at), in dense order, for the query layer's `Added` and `Changed` filters.
+/// [`SparseSet<T>`], the typed wrapper for use outside a world, leaves them at 0.
+///
+/// # Safety model
+/// `entities.len() == data.len() == added.len() == changed.len()`; for each dense position `i`,
+/// `sparse[entities[i].index()] == i`, and every other sparse entry is `EMPTY`.
 pub struct ComponentSparseSet {
     sparse: SparseArray,
     entities: Vec<Entity>,
@@ -398,6 +398,8 @@ unsafe fn push_tick(column: &mut Column, tick: u32) {
 }
 
 /// A typed sparse set of `T`s keyed by [`Entity`].
+///
+/// A thin typed wrapper over [`ComponentSparseSet`], whose docs describe the design.
 pub struct SparseSet<T> {
     inner: ComponentSparseSet,
     _marker: PhantomData<T>,

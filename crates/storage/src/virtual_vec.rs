@@ -1,18 +1,4 @@
 //! [`VirtualVec`]: a `Vec` whose elements never move, on a reservation of address space.
-//!
-//! The first push reserves the whole capacity of address space (no memory, no commit charge) and
-//! commits its first page; later pushes commit pages in place (see `raw.rs` for the step policy and
-//! its worst-case waste of one 1 MiB step). Past [`PREFAULT_FROM`](crate::vm::PREFAULT_FROM)
-//! (1 MiB) each commit is prefaulted in one call instead of one page fault per page, so those pages
-//! are resident from the commit on (see [`vm`](crate::vm), "Prefaulted commits"). With
-//! [`OsPagesWith::HUGE`](crate::vm::OsPagesWith::HUGE) as the source, commits past 8 MiB are whole
-//! 2 MiB huge pages (opt-in; see [`vm`](crate::vm), "Huge pages", for when they pay). Nothing is
-//! ever copied on growth, so a pointer to an element stays valid until that element is removed,
-//! and no push stalls on a reallocation.
-//!
-//! # Safety model
-//! Elements `[0, len)` are initialised; `len <= buf.capacity()`. Every method keeps both facts,
-//! also when an element's `Drop` panics (the length is lowered before elements are dropped).
 
 use std::alloc::Layout;
 use std::fmt;
@@ -25,6 +11,21 @@ use crate::raw::RawBuf;
 use crate::vm::PageSource;
 
 /// A dense, growable array whose elements never move when it grows.
+///
+/// The first push reserves the whole capacity of address space (no memory, no commit charge) and
+/// commits its first page; later pushes commit pages in place (see the crate's
+/// [growth policy](crate#growth-policy) for the step policy and its worst-case waste of one 1 MiB
+/// step). Past [`PREFAULT_FROM`](crate::vm::PREFAULT_FROM) (1 MiB) each commit is prefaulted in
+/// one call instead of one page fault per page, so those pages are resident from the commit on
+/// (see [`vm`](crate::vm), "Prefaulted commits"). With
+/// [`OsPagesWith::HUGE`](crate::vm::OsPagesWith::HUGE) as the source, commits past 8 MiB are whole
+/// 2 MiB huge pages (opt-in; see [`vm`](crate::vm), "Huge pages", for when they pay). Nothing is
+/// ever copied on growth, so a pointer to an element stays valid until that element is removed,
+/// and no push stalls on a reallocation.
+///
+/// # Safety model
+/// Elements `[0, len)` are initialised; `len <= buf.capacity()`. Every method keeps both facts,
+/// also when an element's `Drop` panics (the length is lowered before elements are dropped).
 pub struct VirtualVec<T> {
     buf: RawBuf,
     /// Elements `[0, len)` are initialised.

@@ -1,3 +1,6 @@
+//! The tests of [`Column`]: pushes, moves and drops (panicking ones too), layouts, the heap
+//! phase, reservations and their reuse, and refused commits.
+
 use std::mem::MaybeUninit;
 
 use super::*;

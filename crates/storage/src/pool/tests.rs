@@ -1,3 +1,6 @@
+//! The tests of [`VirtualPool`]: hole reuse, stable values, iteration, drops, and a property
+//! test against a `HashMap` model.
+
 use std::collections::HashMap;
 
 use proptest::prelude::*;

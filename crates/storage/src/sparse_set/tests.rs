@@ -1,3 +1,6 @@
+//! The tests of the sparse sets: lookups, paging, stale entities, drops, change ticks, a
+//! property test against a `HashMap` model, and exhausted reservations.
+
 use std::collections::HashMap;
 
 use proptest::prelude::*;

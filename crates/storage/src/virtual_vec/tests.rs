@@ -1,3 +1,6 @@
+//! The tests of [`VirtualVec`]: stable addresses, commit steps, huge pages, drops, layouts,
+//! shrinking, refused commits, and a property test against `Vec`.
+
 use std::sync::Arc;
 
 use proptest::prelude::*;

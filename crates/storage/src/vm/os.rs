@@ -9,8 +9,7 @@ use super::{HUGE_PAGES_FROM, PageSource};
 
 /// Pages from the operating system, through the `region` crate: [`OsPagesWith::DEFAULT`], that is
 /// 4 KiB pages with commits prefaulted in one call past [`PREFAULT_FROM`](super::PREFAULT_FROM),
-/// no huge pages (see
-/// [`OsPagesWith`] and the module docs).
+/// no huge pages (see [`OsPagesWith`] and the [`vm`](crate::vm) module docs).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsPages;
 
@@ -19,7 +18,7 @@ pub struct OsPages;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OsPagesWith {
     /// Back reservations with transparent huge pages past [`HUGE_PAGES_FROM`] committed bytes,
-    /// where the kernel offers them (THP not `never`; see the module docs).
+    /// where the kernel offers them (THP not `never`; see [Huge pages](crate::vm#huge-pages)).
     pub huge_pages: bool,
     /// Prefault commits (see [`PageSource::prefault`]) with one `madvise(MADV_POPULATE_WRITE)`
     /// (Linux 5.14) instead of one page fault per page when each page is first written.
@@ -29,8 +28,8 @@ pub struct OsPagesWith {
 impl OsPagesWith {
     /// What [`OsPages`] does: prefaulted commits on 4 KiB pages.
     pub const DEFAULT: Self = Self { huge_pages: false, populate: true };
-    /// Huge pages past [`HUGE_PAGES_FROM`] and prefaulted commits (see the module docs for when
-    /// they pay).
+    /// Huge pages past [`HUGE_PAGES_FROM`] and prefaulted commits (see
+    /// [Huge pages](crate::vm#huge-pages) for when they pay).
     pub const HUGE: Self = Self { huge_pages: true, populate: true };
     /// Neither: 4 KiB pages faulted in one at a time on first touch (folio before issue 2's
     /// huge page work).

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use super::{PageSource, round_up};
 use crate::error::StorageError;
 
-/// Committed bytes from which a reservation prefaults its commits (see the module docs): 1 MiB,
-/// the largest commit step, so small arrays keep pages resident only once touched.
+/// Committed bytes from which a reservation prefaults its commits (see
+/// [Prefaulted commits](crate::vm#prefaulted-commits)): 1 MiB, the largest commit step, so small
+/// arrays keep pages resident only once touched.
 pub const PREFAULT_FROM: usize = 1 << 20;
 
 /// The most bytes of one commit that are prefaulted: one huge page, or two 1 MiB commit steps.
@@ -18,10 +19,10 @@ pub const PREFAULT_FROM: usize = 1 << 20;
 /// the rest faulted in on first touch, so reserving ahead never makes memory resident in bulk.
 pub const PREFAULT_MAX: usize = 2 << 20;
 
-/// Committed bytes past which a reservation whose source has huge pages uses them (see the
-/// module docs): 8 MiB, so an array smaller than that never holds a huge page, and one larger
-/// holds less than one huge page (2 MiB, 25 % at the threshold and falling) beyond what it asked
-/// for. Measured in docs/PERFORMANCE.md ("Storage (issue 2)").
+/// Committed bytes past which a reservation whose source has huge pages uses them (see
+/// [Huge pages](crate::vm#huge-pages)): 8 MiB, so an array smaller than that never holds a huge
+/// page, and one larger holds less than one huge page (2 MiB, 25 % at the threshold and falling)
+/// beyond what it asked for. Measured in docs/PERFORMANCE.md ("Storage (issue 2)").
 pub const HUGE_PAGES_FROM: usize = 8 << 20;
 
 /// One reserved range of address space with a committed prefix.
