@@ -64,9 +64,13 @@
 //! assert_eq!(world.resource::<u32>(), Some(&1));
 //! ```
 
+#[doc(inline)]
 pub use folio_archetype as archetype;
+#[doc(inline)]
 pub use folio_query as query;
+#[doc(inline)]
 pub use folio_schedule as schedule;
+#[doc(inline)]
 pub use folio_storage as storage;
 
 pub use folio_schedule::{Schedule, World};

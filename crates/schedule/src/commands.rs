@@ -1,12 +1,7 @@
 //! [`Commands`]: structural changes a system asks for while the world is shared, applied later
-//! (at the end of the schedule or at a sync point) in the schedule's order.
-//!
-//! `spawn` hands back the new [`Entity`] at once: its id is reserved through `&World`
-//! (`World::reserve_entity`) and the entity is made when the buffer is applied. A command whose
-//! entity is gone by then (despawned earlier in the same buffer, or by an earlier system's
-//! buffer) is skipped and counted in [`CommandStats`], never a panic or a half-made entity; a
-//! spawn whose bundle is refused (it repeats a component type) is skipped and counted too, and
-//! its reserved entity does not stay behind.
+//! (at the end of the schedule or at a sync point) in the schedule's order; the buffer that
+//! holds them ([`CommandQueue`]) and how applying them went ([`CommandStats`]). The rules they
+//! follow are on [`Commands`]' own page.
 
 use std::mem::{self, MaybeUninit};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -264,7 +259,30 @@ fn prefetch_ahead(commands: &[Command], next: usize, world: &World) {
     }
 }
 
-/// Buffers structural changes for later (see the module docs).
+/// Buffers structural changes for later: a system asks for them while the world is shared, and
+/// they are applied in the schedule's order, at the next sync point
+/// ([`ApplyDeferred`](crate::ApplyDeferred)) or at the end of the schedule's run. Until then no
+/// system sees them.
+///
+/// # Entities spawned
+/// [`Commands::spawn`] hands back the new [`Entity`] at once: its id is reserved through
+/// `&World` ([`World::reserve_entity`]) and the entity is made when the buffer is applied. The
+/// id can go into other commands, or into components, right away. (As two systems that may
+/// reserve ids are ordered like conflicting ones, the ids handed out are the same on any number
+/// of threads.)
+///
+/// # Commands that cannot apply
+/// A command whose entity is gone by then (despawned earlier in the same buffer, or by an
+/// earlier system's buffer) is skipped and counted in [`CommandStats`]
+/// ([`Schedule::command_stats`](crate::Schedule::command_stats)), never a panic or a half-made
+/// entity; a spawn whose bundle is refused (it repeats a component type) is skipped and counted
+/// too, and its reserved entity does not stay behind.
+///
+/// # Commands that panic
+/// A command that panics when it is applied (a closure of [`Commands::add`], a component's
+/// `Drop`) throws away the rest of its buffer; the other buffers are still applied, and the run
+/// returns the panic (see [when a command panics](crate::Schedule#when-a-command-panics)). The
+/// commands of a system that panicked are thrown away unapplied.
 pub struct Commands<'w, 's> {
     queue: &'s mut CommandQueue,
     world: &'w World,

@@ -9,6 +9,13 @@
 //! and, between systems whose access conflicts, the order they were added. It runs the rest in
 //! parallel, with a result that does not depend on the number of threads.
 //!
+//! The rules a run follows are on [`Schedule`]'s page: [its order](Schedule#order),
+//! [why the result is deterministic](Schedule#determinism),
+//! [when a segment stays on the calling thread](Schedule#the-parallel-threshold), and what
+//! [a panic](Schedule#when-a-system-panics) or
+//! [a failing system](Schedule#when-a-system-returns-err) does to a run. [`Commands`] and
+//! [`ParamSet`] state their own.
+//!
 //! ```
 //! use folio_schedule::prelude::*;
 //!

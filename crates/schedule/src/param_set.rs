@@ -1,22 +1,5 @@
-//! [`ParamSet`]: parameters of one system that conflict with each other, used one at a time.
-//!
-//! A system cannot take `Query<&mut Transform>` beside `Query<&Transform, With<Camera>>`: both
-//! may reach the same `Transform`, and the schedule rejects the pair when the system is added.
-//! A `ParamSet<(Query<&mut Transform>, Query<&Transform, With<Camera>>)>` takes both: its
-//! members are handed out one at a time (`p0()`, `p1()`, ...; each borrows the set mutably), so
-//! no two of them are alive at once. The set's access is the union of its members', so the
-//! schedule orders it against every other system as if it held all of them, and each member is
-//! still checked against the system's other parameters.
-//!
-//! # Why the members go through [`ParamSetMember`]
-//! In a system's signature, `ParamSet<(Query<&A>,)>` has elided lifetimes inside the query's
-//! data (`&'x A`), so in the function's body the member's type is not `'static`, and no
-//! [`SystemParam`] impl covers it (a parameter's state must be `'static`). The body therefore
-//! never asks for the member's `SystemParam` impl: `p0()` calls a function pointer that the
-//! set's `get_param` made for the `'static` member the schedule actually runs, and its return
-//! type is the member's [`ParamSetMember::Item`], a mapping that holds for any lifetimes. The
-//! set's `SystemParam` impl requires that mapping to be the member's own item type, so the two
-//! cannot disagree.
+//! [`ParamSet`]: parameters of one system that conflict with each other, used one at a time;
+//! [`ParamSetMember`], what makes a parameter type a member. Their rules are on their own pages.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -33,6 +16,14 @@ use crate::removed::RemovedComponents;
 
 /// Up to eight parameters that may conflict with each other, given out one at a time: `p0()`
 /// for the first, `p1()` for the second, and so on.
+///
+/// A system cannot take `Query<&mut Transform>` beside `Query<&Transform, With<Camera>>`: both
+/// may reach the same `Transform`, and the schedule rejects the pair when the system is added.
+/// A `ParamSet<(Query<&mut Transform>, Query<&Transform, With<Camera>>)>` takes both: its
+/// members are handed out one at a time (`p0()`, `p1()`, ...; each borrows the set mutably), so
+/// no two of them are alive at once. The set's access is the union of its members', so the
+/// schedule orders it against every other system as if it held all of them, and each member is
+/// still checked against the system's other parameters.
 ///
 /// ```
 /// use folio_schedule::prelude::*;
@@ -73,10 +64,21 @@ pub struct ParamSet<'w, 's, T: ParamSetMembers> {
 }
 
 /// A parameter type that can be a member of a [`ParamSet`]: names its item for a borrow of
-/// the set, for any lifetimes in the type as written (see the module docs). Implemented for
-/// every parameter of folio's, for tuples of members and for `ParamSet` itself; a parameter
-/// of your own implements it with `Item<'a>` its `SystemParam::Item<'a, 'a>` (a set with a
-/// member whose mapping differs is not a `SystemParam`, so it cannot be a system's).
+/// the set, for any lifetimes in the type as written (see
+/// [why](ParamSetMember#why-the-members-go-through-paramsetmember)). Implemented for every
+/// parameter of folio's, for tuples of members and for `ParamSet` itself; a parameter of your
+/// own implements it with `Item<'a>` its `SystemParam::Item<'a, 'a>` (a set with a member whose
+/// mapping differs is not a `SystemParam`, so it cannot be a system's).
+///
+/// # Why the members go through `ParamSetMember`
+/// In a system's signature, `ParamSet<(Query<&A>,)>` has elided lifetimes inside the query's
+/// data (`&'x A`), so in the function's body the member's type is not `'static`, and no
+/// [`SystemParam`] impl covers it (a parameter's state must be `'static`). The body therefore
+/// never asks for the member's `SystemParam` impl: `p0()` calls a function pointer that the
+/// set's `get_param` made for the `'static` member the schedule actually runs, and its return
+/// type is the member's [`ParamSetMember::Item`], a mapping that holds for any lifetimes. The
+/// set's `SystemParam` impl requires that mapping to be the member's own item type, so the two
+/// cannot disagree.
 pub trait ParamSetMember {
     /// The member's item, borrowed from the set for `'a`.
     type Item<'a>

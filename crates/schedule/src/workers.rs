@@ -38,8 +38,8 @@ const MAX_ROOT_CHUNK: usize = 16;
 /// Runs the node at a segment position; `Err` carries a panic's message.
 pub(crate) type RunNode<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
 
-/// What the workers of one parallel segment share (see the module docs). Nodes are positions
-/// in the segment, `0..predecessors.len()`.
+/// What the workers of one parallel segment share (see the [module docs](self)). Nodes are
+/// positions in the segment, `0..predecessors.len()`.
 pub(crate) struct Workers<'a> {
     /// Per node: predecessors not finished yet.
     pending: Vec<AtomicUsize>,

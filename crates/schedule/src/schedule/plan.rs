@@ -1,0 +1,243 @@
+//! Building a [`Schedule`]'s plan: the DAG of explicit and conflict edges, its cycles, the
+//! one topological order, and the segments it is cut into.
+
+use ahash::AHashMap;
+
+use super::{Plan, Schedule, Segment, SegmentRuns};
+use crate::config::Label;
+use crate::error::ScheduleError;
+
+impl Schedule {
+    #[allow(clippy::needless_range_loop)] // `edges` is written at other indices in the loop
+    pub(super) fn build_plan(&self) -> Result<Plan, ScheduleError> {
+        let n = self.nodes.len();
+        let matches = |label: &Label| -> Vec<usize> {
+            (0..n)
+                .filter(|&i| match label {
+                    Label::System(id, _) => self.node(i).label == *id,
+                    Label::Set(set) => self.node(i).sets.contains(set),
+                })
+                .collect()
+        };
+        // A label that names nothing is a typo, not a constraint to drop silently.
+        let mut labels: Vec<&Label> =
+            self.sets.values().flat_map(|c| c.before.iter().chain(&c.after)).collect();
+        for i in 0..n {
+            labels.extend(self.node(i).before.iter().chain(&self.node(i).after));
+        }
+        for name in self.sets.keys() {
+            if matches(&Label::Set(name)).is_empty() {
+                return Err(ScheduleError::UnknownLabel(format!(
+                    "set `{name}` (configured, but no system is in it)"
+                )));
+            }
+        }
+        for label in labels {
+            if matches(label).is_empty() {
+                let what = match label {
+                    Label::System(_, name) => {
+                        format!("system `{}`", crate::param::short_type_name(name))
+                    }
+                    Label::Set(set) => format!("set `{set}`"),
+                };
+                return Err(ScheduleError::UnknownLabel(what));
+            }
+        }
+        // Explicit edges, from the systems' and their sets' constraints.
+        let mut edges = vec![Vec::new(); n];
+        for i in 0..n {
+            let node = self.node(i);
+            let set_configs = node.sets.iter().filter_map(|s| self.sets.get(s));
+            let befores = node.before.iter().chain(set_configs.clone().flat_map(|c| &c.before));
+            let afters = node.after.iter().chain(set_configs.flat_map(|c| &c.after));
+            for label in befores {
+                edges[i].extend(matches(label).into_iter().filter(|&j| j != i));
+            }
+            for label in afters {
+                for j in matches(label).into_iter().filter(|&j| j != i) {
+                    edges[j].push(i);
+                }
+            }
+            if let Some(j) = node.after_node {
+                edges[j].push(i);
+            }
+        }
+        for list in &mut edges {
+            list.sort_unstable();
+            list.dedup();
+        }
+        if let Some(cycle) = find_cycle(&edges) {
+            let names = cycle.iter().map(|&i| self.node(i).system.name().to_owned()).collect();
+            return Err(ScheduleError::Cycle(names));
+        }
+        // Reachability over the explicit edges, then conflict edges in insertion order where
+        // nothing orders the pair yet (an added edge never closes a cycle: its head does not
+        // reach its tail).
+        let mut reach = Reach::new(n);
+        for (from, list) in edges.iter().enumerate() {
+            for &to in list {
+                reach.add_edge(from, to);
+            }
+        }
+        for i in 0..n {
+            for j in i + 1..n {
+                if reach.reaches(i, j) || reach.reaches(j, i) {
+                    continue;
+                }
+                if self.node(i).access.conflicts_with(&self.node(j).access) {
+                    edges[i].push(j);
+                    reach.add_edge(i, j);
+                }
+            }
+        }
+        let order = topological_order(&edges);
+        let mut position = vec![0; n];
+        let mut tick_offset = vec![0; n];
+        let mut ticks = 0u32;
+        for (p, &i) in order.iter().enumerate() {
+            position[i] = p;
+            tick_offset[i] = ticks;
+            ticks = ticks.wrapping_add(self.node(i).ticks_taken());
+        }
+        let mut segments = Vec::new();
+        let mut current: Vec<usize> = Vec::new();
+        let flush = |current: &mut Vec<usize>, segments: &mut Vec<Segment>| {
+            if current.is_empty() {
+                return;
+            }
+            let nodes = std::mem::take(current);
+            let local: AHashMap<usize, usize> =
+                nodes.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+            let mut predecessors = vec![0; nodes.len()];
+            let mut successors = vec![Vec::new(); nodes.len()];
+            for (k, &i) in nodes.iter().enumerate() {
+                for &j in &edges[i] {
+                    if let Some(&kj) = local.get(&j) {
+                        successors[k].push(kj);
+                        predecessors[kj] += 1;
+                    }
+                }
+            }
+            segments.push(Segment::Parallel {
+                nodes,
+                predecessors,
+                successors,
+                runs: SegmentRuns::default(),
+            });
+        };
+        for &i in &order {
+            if self.node(i).access.exclusive {
+                flush(&mut current, &mut segments);
+                segments.push(Segment::Exclusive(i));
+            } else {
+                current.push(i);
+            }
+        }
+        flush(&mut current, &mut segments);
+        let fallible = order.iter().copied().filter(|&i| self.node(i).system.can_fail()).collect();
+        Ok(Plan { order, position, tick_offset, segments, fallible })
+    }
+}
+
+/// Reachability as a bit matrix: `rows[a]` has bit `b` when `a` reaches `b`.
+struct Reach {
+    words: usize,
+    rows: Vec<u64>,
+}
+
+impl Reach {
+    fn new(n: usize) -> Self {
+        let words = n.div_ceil(64).max(1);
+        Self { words, rows: vec![0; words * n] }
+    }
+
+    fn reaches(&self, a: usize, b: usize) -> bool {
+        self.rows[a * self.words + b / 64] & (1 << (b % 64)) != 0
+    }
+
+    /// Adds `a -> b`: everything that reaches `a` (and `a`) now reaches `b` and all `b` reaches.
+    fn add_edge(&mut self, a: usize, b: usize) {
+        let n = self.rows.len() / self.words;
+        let mut from_b: Vec<u64> = self.rows[b * self.words..(b + 1) * self.words].to_vec();
+        from_b[b / 64] |= 1 << (b % 64);
+        for x in 0..n {
+            if x == a || self.reaches(x, a) {
+                let row = &mut self.rows[x * self.words..(x + 1) * self.words];
+                for (w, f) in row.iter_mut().zip(&from_b) {
+                    *w |= f;
+                }
+            }
+        }
+    }
+}
+
+/// A cycle in `edges`, as a list of nodes, if there is one.
+fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Active,
+        Done,
+    }
+    let n = edges.len();
+    let mut mark = vec![Mark::New; n];
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    let mut path: Vec<usize> = Vec::new();
+    for start in 0..n {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        stack.push((start, 0));
+        mark[start] = Mark::Active;
+        path.push(start);
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&to) = edges[node].get(*next) {
+                *next += 1;
+                match mark[to] {
+                    Mark::New => {
+                        mark[to] = Mark::Active;
+                        stack.push((to, 0));
+                        path.push(to);
+                    }
+                    Mark::Active => {
+                        let from = path.iter().position(|&p| p == to).expect("on the path");
+                        let mut cycle = path[from..].to_vec();
+                        cycle.push(to);
+                        return Some(cycle);
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[node] = Mark::Done;
+                stack.pop();
+                path.pop();
+            }
+        }
+    }
+    None
+}
+
+/// Kahn's algorithm, always taking the ready node added first: one fixed order.
+fn topological_order(edges: &[Vec<usize>]) -> Vec<usize> {
+    let n = edges.len();
+    let mut indegree = vec![0usize; n];
+    for list in edges {
+        for &to in list {
+            indegree[to] += 1;
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &to in &edges[i] {
+            indegree[to] -= 1;
+            if indegree[to] == 0 {
+                ready.insert(to);
+            }
+        }
+    }
+    debug_assert_eq!(order.len(), n, "cycles are rejected before");
+    order
+}

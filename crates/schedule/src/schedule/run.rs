@@ -1,0 +1,354 @@
+//! A [`Schedule`]'s run loop: set conditions, segments and exclusive systems in order, the
+//! commands applied at sync points and at the end, event aging, and the failures reported.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use ahash::AHashMap;
+use folio_query::World;
+
+use super::threshold::SegmentTiming;
+use super::{Node, Plan, Schedule, Segment, run_on_pool};
+use crate::error::ScheduleError;
+use crate::event::{EventAging, EventRegistry};
+use crate::workers::Workers;
+
+impl Schedule {
+    pub(super) fn run_plan(
+        &mut self,
+        world: &mut World,
+        plan: &mut Plan,
+    ) -> Result<(), ScheduleError> {
+        // Set conditions, once per run, in name order (a fixed order: they may have effects).
+        let mut set_allowed: AHashMap<&'static str, bool> = AHashMap::default();
+        let mut names: Vec<&'static str> = self.sets.keys().copied().collect();
+        names.sort_unstable();
+        for name in names {
+            let config = self.sets.get_mut(name).expect("listed above");
+            let mut allowed = true;
+            for condition in &mut config.conditions {
+                let tick = world.increment_change_tick();
+                let ran = catch_unwind(AssertUnwindSafe(|| condition.run_exclusive(world, tick)));
+                match ran {
+                    Ok(ok) => allowed &= ok,
+                    Err(payload) => {
+                        // No system runs; the events still age, as at the end of every run.
+                        self.age_events(world);
+                        return Err(ScheduleError::SystemPanicked {
+                            system: format!("run condition of set `{name}`"),
+                            message: panic_message(payload),
+                        });
+                    }
+                }
+            }
+            set_allowed.insert(name, allowed);
+        }
+        let allowed: Vec<bool> = (0..self.nodes.len())
+            .map(|i| self.node(i).sets.iter().all(|s| set_allowed.get(s).copied().unwrap_or(true)))
+            .collect();
+        let mut applied_upto = 0;
+        let mut failure: Option<(usize, String)> = None;
+        // A command that panicked at a sync point: the systems after it do not run.
+        let mut sync_failure: Option<ScheduleError> = None;
+        let (order, position, tick_offset) = (&plan.order, &plan.position, &plan.tick_offset);
+        // The parallel segment being timed: until the next segment that is not a sync point,
+        // so its time includes applying its systems' commands.
+        let mut timing: Option<SegmentTiming> = None;
+        for s in 0..plan.segments.len() {
+            let sync_point =
+                matches!(plan.segments[s], Segment::Exclusive(i) if self.node(i).sync_point);
+            if !sync_point && let Some(timing) = timing.take() {
+                timing.finish(&mut plan.segments);
+            }
+            match &mut plan.segments[s] {
+                Segment::Parallel { nodes, predecessors, successors, runs } => {
+                    // The segment is a contiguous slice of the order: its nodes take the next
+                    // ticks (one or two each, `Node::ticks_taken`), in that order, whatever the
+                    // world's tick is now (an exclusive system before may have taken ticks of
+                    // its own).
+                    let first = tick_offset[nodes[0]];
+                    let seg_base = world.change_tick();
+                    let last = nodes[nodes.len() - 1];
+                    let span =
+                        tick_offset[last].wrapping_sub(first) + self.node(last).ticks_taken();
+                    for _ in 0..span {
+                        world.increment_change_tick_mut();
+                    }
+                    let ticks =
+                        |i: usize| seg_base.wrapping_add(tick_offset[i].wrapping_sub(first));
+                    let (on_pool, probe) = self.segment_on_pool(runs);
+                    timing =
+                        Some(SegmentTiming { segment: s, on_pool, probe, started: Instant::now() });
+                    failure = self.run_parallel(
+                        world,
+                        nodes,
+                        predecessors,
+                        successors,
+                        &allowed,
+                        ticks,
+                        on_pool,
+                    );
+                }
+                Segment::Exclusive(i) => {
+                    let i = *i;
+                    if self.node(i).sync_point {
+                        let applied = self.apply_commands(world, &order[applied_upto..position[i]]);
+                        applied_upto = position[i];
+                        if let Err(error) = applied {
+                            sync_failure = Some(error);
+                            break;
+                        }
+                        continue;
+                    }
+                    if allowed[i] {
+                        let tick = world.increment_change_tick_mut();
+                        for _ in 1..self.node(i).ticks_taken() {
+                            world.increment_change_tick_mut();
+                        }
+                        failure = run_exclusive_node(self.node_mut(i), world, tick)
+                            .err()
+                            .map(|message| (i, message));
+                    }
+                }
+            }
+            if failure.is_some() {
+                break;
+            }
+        }
+        if let Some((i, _)) = &failure {
+            let node = self.node_mut(*i);
+            // A thrown-away command whose `Drop` panics (a component of a buffered spawn) must
+            // not unwind out of the run: the run's panic is the system's, reported below, and
+            // the other buffers and the aging of events are still to come.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                node.system.discard_deferred(world);
+                for condition in &mut node.conditions {
+                    condition.discard_deferred(world);
+                }
+            }));
+        }
+        let applied = self.apply_commands(world, &order[applied_upto..]);
+        if let Some(timing) = timing {
+            timing.finish(&mut plan.segments);
+        }
+        self.age_events(world);
+        // Taken also when a panic is what the run reports: a failure must not be reported by
+        // a later run.
+        let failed = self.take_failures(&plan.fallible);
+        if let Some((i, message)) = failure {
+            return Err(ScheduleError::SystemPanicked {
+                system: self.node(i).system.name().to_owned(),
+                message,
+            });
+        }
+        if let Some(error) = sync_failure {
+            return Err(error);
+        }
+        applied?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The first of `fallible`'s systems (in their order) whose run returned `Err`, with how
+    /// many others did; every one's failure is taken.
+    fn take_failures(&mut self, fallible: &[usize]) -> Option<ScheduleError> {
+        let mut first: Option<ScheduleError> = None;
+        for &i in fallible {
+            let system = &mut self.node_mut(i).system;
+            if let Some(error) = system.take_failure() {
+                match &mut first {
+                    None => {
+                        let system = system.name().to_owned();
+                        first = Some(ScheduleError::SystemFailed { system, error, others: 0 });
+                    }
+                    Some(ScheduleError::SystemFailed { others, .. }) => *others += 1,
+                    Some(_) => unreachable!("only failures are kept"),
+                }
+            }
+        }
+        first
+    }
+
+    /// Ages the event queues and removal logs [`Schedule::set_event_aging`] chose, each once:
+    /// the end of every run, also one that failed.
+    fn age_events(&mut self, world: &mut World) {
+        let updaters = match self.event_aging {
+            EventAging::Never => return,
+            EventAging::Used => &self.event_updaters,
+            EventAging::All => {
+                let (registered, version) =
+                    world.resource::<EventRegistry>().map_or((&[][..], 0), EventRegistry::updaters);
+                if version != self.world_updaters.1 {
+                    // Ours are registered at `initialize`, but the registry is a resource
+                    // that may have been removed since: keep them in the list either way.
+                    let mut all = self.event_updaters.clone();
+                    all.extend_from_slice(registered);
+                    all.sort_by_key(|(id, _)| *id);
+                    all.dedup_by_key(|(id, _)| *id);
+                    self.world_updaters = (all, version);
+                }
+                if self.world_updaters.1 == 0 {
+                    &self.event_updaters
+                } else {
+                    &self.world_updaters.0
+                }
+            }
+        };
+        for (_, update) in updaters {
+            update(world);
+        }
+    }
+
+    /// Applies the command buffers of the systems in `order`, in that order. A command that
+    /// panics (a custom closure, a component's `Drop`) does not stop the others: the rest of
+    /// its buffer is thrown away (entities it reserved are not left behind), the following
+    /// buffers are applied, and the first panic is returned.
+    fn apply_commands(&mut self, world: &mut World, order: &[usize]) -> Result<(), ScheduleError> {
+        let mut stats = std::mem::take(&mut self.stats);
+        let mut first_panic = None;
+        for &i in order {
+            let node = self.node_mut(i);
+            let applied = catch_unwind(AssertUnwindSafe(|| {
+                node.system.apply_deferred(world, &mut stats);
+            }));
+            if let Err(payload) = applied {
+                // The buffers its panic left (a system may have more than one); a payload whose
+                // `Drop` panics here must not unwind out of the run either.
+                let _ = catch_unwind(AssertUnwindSafe(|| node.system.discard_deferred(world)));
+                first_panic.get_or_insert_with(|| ScheduleError::SystemPanicked {
+                    system: format!("commands of `{}`", node.system.name()),
+                    message: panic_message(payload),
+                });
+            }
+        }
+        self.stats = stats;
+        // Entities reserved and not spawned by a buffer (a system's `World::reserve_entity`)
+        // exist, empty, from here on, as after any sync point.
+        world.flush();
+        first_panic.map_or(Ok(()), Err)
+    }
+
+    /// Runs one parallel segment, on the pool or (`on_pool` false) on this thread in
+    /// topological order; the first panic, if any, as `(node, message)`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_parallel(
+        &mut self,
+        world: &mut World,
+        nodes: &[usize],
+        predecessors: &[usize],
+        successors: &[Vec<usize>],
+        allowed: &[bool],
+        tick: impl Fn(usize) -> u32 + Sync,
+        on_pool: bool,
+    ) -> Option<(usize, String)> {
+        let world = &*world;
+        let cells = &self.nodes;
+        // Asked only for a run on the pool: the first call makes rayon's global pool.
+        let threads = if on_pool && nodes.len() > 1 { rayon::current_num_threads() } else { 1 };
+        if threads <= 1 {
+            // In topological order on this thread: no task overhead.
+            for &i in nodes {
+                // SAFETY: this thread runs the segment's nodes one after another, each once, so
+                // this is the only access to the cell.
+                let node = unsafe { &mut *cells[i].0.get() };
+                // SAFETY: the run initialized every node for `world`; nothing else runs now.
+                let result = unsafe { run_segment_node(node, world, allowed[i], || tick(i)) };
+                if let Err(message) = result {
+                    return Some((i, message));
+                }
+            }
+            return None;
+        }
+        let run_node = |k: usize| -> Result<(), String> {
+            let i = nodes[k];
+            // SAFETY: node `i` is taken once per run, by the one worker that claimed it (see
+            // `Workers`), so this is the only access to the cell.
+            let node = unsafe { &mut *cells[i].0.get() };
+            // SAFETY: the run initialized every node for `world`; the DAG keeps every system
+            // whose access conflicts with this node's from running now.
+            unsafe { run_segment_node(node, world, allowed[i], || tick(i)) }
+        };
+        // Outside the pool, the caller is one more thread beside the pool's.
+        let max_workers =
+            if rayon::current_thread_index().is_some() { threads } else { threads + 1 };
+        let workers = Workers::new(predecessors, successors, max_workers.min(nodes.len()));
+        run_on_pool(&workers, &run_node);
+        workers.into_failure().map(|(k, message)| (nodes[k], message))
+    }
+}
+
+/// Runs a node of a parallel segment (unless its set conditions disallowed it, `allowed`
+/// false) through the shared world, with its query matches refreshed first, catching a panic.
+///
+/// # Safety
+/// - The node's system and conditions were initialized for `world`.
+/// - No system whose access conflicts with the node's runs until this returns.
+#[inline(always)]
+unsafe fn run_segment_node(
+    node: &mut Node,
+    world: &World,
+    allowed: bool,
+    tick: impl FnOnce() -> u32,
+) -> Result<(), String> {
+    // Refreshing a query's matches reads only the world's archetypes, which no system of a
+    // parallel segment can change.
+    node.system.update(world);
+    for condition in &mut node.conditions {
+        condition.update(world);
+    }
+    if !allowed {
+        return Ok(());
+    }
+    // SAFETY: initialized (the caller's contract) and just updated for `world`; no conflicting
+    // system runs now (the caller's contract).
+    unsafe { run_node_shared(node, world, tick()) }
+}
+
+/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) through a shared
+/// world, catching a panic.
+///
+/// # Safety
+/// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
+///   condition.
+unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        // Every condition runs, also after one said no, so each keeps its own state current
+        // (`run_once`, an event reader's cursor, its last-run tick), as a set's conditions do.
+        let mut run = true;
+        for condition in &mut node.conditions {
+            // SAFETY: forwarded from the caller (conditions' access is part of the node's).
+            run &= unsafe { condition.run_unsafe(world, tick) };
+        }
+        if !run {
+            return;
+        }
+        let tick = node.system_tick(tick);
+        // SAFETY: forwarded from the caller.
+        unsafe { node.system.run_unsafe(world, tick) }
+    }))
+    .map_err(panic_message)
+}
+
+/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) with the world to
+/// themselves, catching a panic.
+fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(), String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        // Every condition runs, as in `run_node_shared`.
+        let mut run = true;
+        for condition in &mut node.conditions {
+            run &= condition.run_exclusive(world, tick);
+        }
+        if run {
+            node.system.run_exclusive(world, node.system_tick(tick));
+        }
+    }))
+    .map_err(panic_message)
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a panic payload that is not a string)".to_owned())
+}
