@@ -354,6 +354,46 @@ fn every_condition_of_a_system_runs_even_after_one_says_no() {
 }
 
 #[test]
+fn a_system_s_own_conditions_look_also_while_its_set_says_no() {
+    // `inc` in set `S`, gated by its own `resource_changed::<R2>` and by `S`'s
+    // `resource_changed::<R1>`. R2 changes while S says no; then R1 changes alone. R2's change
+    // was seen while S said no, so `inc` must not run on it later.
+    struct R1(u32);
+    struct R2(u32);
+    for exclusive in [false, true] {
+        let mut world = World::new();
+        world.insert_resource(Runs::default());
+        world.insert_resource(R1(0));
+        world.insert_resource(R2(0));
+        let mut schedule = Schedule::new();
+        if exclusive {
+            schedule.add_systems(
+                (|world: &mut World| world.resource_mut::<Runs>().unwrap().once += 1)
+                    .run_if(resource_changed::<R2>)
+                    .in_set("S"),
+            );
+        } else {
+            schedule.add_systems(
+                (|mut r: ResMut<Runs>| r.once += 1).run_if(resource_changed::<R2>).in_set("S"),
+            );
+        }
+        schedule.configure_set("S", SetConfig::new().run_if(resource_changed::<R1>));
+        // First run: both were just inserted, so both conditions say yes.
+        schedule.run(&mut world).unwrap();
+        assert_eq!(world.resource::<Runs>().unwrap().once, 1, "exclusive: {exclusive}");
+        world.resource_mut::<R2>().unwrap().0 += 1;
+        schedule.run(&mut world).unwrap(); // S says no; `inc`'s condition sees R2's change
+        world.resource_mut::<R1>().unwrap().0 += 1;
+        schedule.run(&mut world).unwrap(); // S says yes; R2 has not changed since
+        assert_eq!(world.resource::<Runs>().unwrap().once, 1, "exclusive: {exclusive}");
+        world.resource_mut::<R1>().unwrap().0 += 1;
+        world.resource_mut::<R2>().unwrap().0 += 1;
+        schedule.run(&mut world).unwrap(); // both changed: it runs
+        assert_eq!(world.resource::<Runs>().unwrap().once, 2, "exclusive: {exclusive}");
+    }
+}
+
+#[test]
 fn an_event_writer_marks_its_queue_changed_when_it_sends_and_aging_does_not() {
     // `Plan::bump`: the writer sends one `Ping`; `Plan::peek`: it sends an empty batch.
     fn send(plan: Res<Plan>, mut pings: EventWriter<Ping>) {

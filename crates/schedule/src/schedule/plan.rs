@@ -50,11 +50,13 @@ impl Schedule {
             let set_configs = node.sets.iter().filter_map(|s| self.sets.get(s));
             let befores = node.before.iter().chain(set_configs.clone().flat_map(|c| &c.before));
             let afters = node.after.iter().chain(set_configs.flat_map(|c| &c.after));
+            // A label that matches the node itself (`x.after(x)`, a set ordered after itself,
+            // a system in two sets ordered one before the other) is a self-loop: a cycle.
             for label in befores {
-                edges[i].extend(matches(label).into_iter().filter(|&j| j != i));
+                edges[i].extend(matches(label));
             }
             for label in afters {
-                for j in matches(label).into_iter().filter(|&j| j != i) {
+                for j in matches(label) {
                     edges[j].push(i);
                 }
             }

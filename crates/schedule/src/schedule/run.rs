@@ -101,15 +101,13 @@ impl Schedule {
                         }
                         continue;
                     }
-                    if allowed[i] {
-                        let tick = world.increment_change_tick_mut();
-                        for _ in 1..self.node(i).ticks_taken() {
-                            world.increment_change_tick_mut();
-                        }
-                        failure = run_exclusive_node(self.node_mut(i), world, tick)
-                            .err()
-                            .map(|message| (i, message));
+                    let tick = world.increment_change_tick_mut();
+                    for _ in 1..self.node(i).ticks_taken() {
+                        world.increment_change_tick_mut();
                     }
+                    failure = run_exclusive_node(self.node_mut(i), world, tick, allowed[i])
+                        .err()
+                        .map(|message| (i, message));
                 }
             }
             if failure.is_some() {
@@ -277,8 +275,9 @@ impl Schedule {
     }
 }
 
-/// Runs a node of a parallel segment (unless its set conditions disallowed it, `allowed`
-/// false) through the shared world, with its query matches refreshed first, catching a panic.
+/// Runs a node of a parallel segment through the shared world, with its query matches
+/// refreshed first, catching a panic: its conditions always, its system unless its set
+/// conditions disallowed it (`allowed` false) or one of its own conditions says no.
 ///
 /// # Safety
 /// - The node's system and conditions were initialized for `world`.
@@ -296,25 +295,31 @@ unsafe fn run_segment_node(
     for condition in &mut node.conditions {
         condition.update(world);
     }
-    if !allowed {
+    if !allowed && node.conditions.is_empty() {
         return Ok(());
     }
     // SAFETY: initialized (the caller's contract) and just updated for `world`; no conflicting
     // system runs now (the caller's contract).
-    unsafe { run_node_shared(node, world, tick()) }
+    unsafe { run_node_shared(node, world, tick(), allowed) }
 }
 
-/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) through a shared
-/// world, catching a panic.
+/// Runs a node's conditions (at `tick`) and, if they and its sets (`allowed`) all say yes, its
+/// system (at [`Node::system_tick`]) through a shared world, catching a panic.
 ///
 /// # Safety
 /// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
 ///   condition.
-unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(), String> {
+unsafe fn run_node_shared(
+    node: &mut Node,
+    world: &World,
+    tick: u32,
+    allowed: bool,
+) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
-        // Every condition runs, also after one said no, so each keeps its own state current
-        // (`run_once`, an event reader's cursor, its last-run tick), as a set's conditions do.
-        let mut run = true;
+        // Every condition runs, also after one said no and also when a set said no, so each
+        // keeps its own state current (`run_once`, an event reader's cursor, its last-run
+        // tick), as a set's conditions do.
+        let mut run = allowed;
         for condition in &mut node.conditions {
             // SAFETY: forwarded from the caller (conditions' access is part of the node's).
             run &= unsafe { condition.run_unsafe(world, tick) };
@@ -329,12 +334,17 @@ unsafe fn run_node_shared(node: &mut Node, world: &World, tick: u32) -> Result<(
     .map_err(panic_message)
 }
 
-/// Runs a node's conditions (at `tick`) and system (at [`Node::system_tick`]) with the world to
-/// themselves, catching a panic.
-fn run_exclusive_node(node: &mut Node, world: &mut World, tick: u32) -> Result<(), String> {
+/// Runs a node's conditions (at `tick`) and, if they and its sets (`allowed`) all say yes, its
+/// system (at [`Node::system_tick`]) with the world to themselves, catching a panic.
+fn run_exclusive_node(
+    node: &mut Node,
+    world: &mut World,
+    tick: u32,
+    allowed: bool,
+) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
         // Every condition runs, as in `run_node_shared`.
-        let mut run = true;
+        let mut run = allowed;
         for condition in &mut node.conditions {
             run &= condition.run_exclusive(world, tick);
         }

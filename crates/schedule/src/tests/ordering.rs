@@ -135,6 +135,36 @@ fn cycles_are_errors_naming_the_systems() {
 }
 
 #[test]
+fn self_ordering_is_a_cycle() {
+    let mut world = World::new();
+    world.insert_resource(Log::default());
+    let cycle_of = |mut schedule: Schedule, world: &mut World| {
+        let err = schedule.run(world).unwrap_err();
+        let ScheduleError::Cycle(names) = &err else { panic!("{err}") };
+        assert!(names.iter().any(|n| n.contains("first")), "{err}");
+    };
+    // A system ordered after itself.
+    let mut schedule = Schedule::new();
+    schedule.add_systems(first.after(first));
+    cycle_of(schedule, &mut world);
+    // A one-member set ordered after itself.
+    let mut schedule = Schedule::new();
+    schedule.add_systems(first.in_set("alone"));
+    schedule.configure_set("alone", SetConfig::new().after("alone"));
+    cycle_of(schedule, &mut world);
+    // A system in two sets, one ordered before the other.
+    let mut schedule = Schedule::new();
+    schedule.add_systems((first.in_set("a").in_set("c"), second.in_set("c")));
+    schedule.configure_set("a", SetConfig::new().before("c"));
+    cycle_of(schedule, &mut world);
+    // A system ordered before a set it is in.
+    let mut schedule = Schedule::new();
+    schedule.add_systems((first.in_set("s").before("s"), second.in_set("s")));
+    cycle_of(schedule, &mut world);
+    assert!(world.resource::<Log>().unwrap().0.is_empty(), "nothing ran");
+}
+
+#[test]
 fn run_conditions_gate_systems_and_sets() {
     #[derive(Default)]
     struct Enabled(bool);
