@@ -6,7 +6,7 @@
 use std::mem::{self, MaybeUninit};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use folio_query::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, World};
+use folio_query::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, World, WorldId};
 
 use crate::error::ScheduleError;
 use crate::param::{SystemMeta, SystemParam};
@@ -79,6 +79,10 @@ pub struct CommandQueue {
     commands: Vec<Command>,
     /// The closures, back to back; `commands[i].offset` says where each starts.
     bytes: Vec<MaybeUninit<u8>>,
+    /// The world whose entity ids the commands name (the one [`Commands::new`] reserved them
+    /// in), while any are buffered; applying them to another world would spawn into, insert
+    /// into or despawn whatever entity of that world has the same id.
+    world: Option<WorldId>,
 }
 
 /// How applying commands went.
@@ -187,7 +191,14 @@ impl CommandQueue {
     /// If a command panics (a custom closure, or a component's `Drop` run by a replace or a
     /// despawn), the rest of the buffer is thrown away as by [`CommandQueue::discard`] (the
     /// panicking spawn's entity too), then the panic continues: nothing is left half-made.
+    ///
+    /// # Panics
+    /// If the buffer holds commands made with [`Commands::new`] for another world (nothing of
+    /// `world` changes then, and the buffer keeps its commands).
+    #[track_caller]
     pub fn apply(&mut self, world: &mut World, stats: &mut CommandStats) {
+        self.check_world("apply", world);
+        self.world = None;
         let mut commands = mem::take(&mut self.commands);
         let mut bytes = mem::take(&mut self.bytes);
         let base = bytes.as_mut_ptr();
@@ -226,11 +237,35 @@ impl CommandQueue {
 
     /// Throws the buffer away; entities reserved by `spawn` are made and despawned at once, so
     /// no empty entity is left behind.
+    ///
+    /// # Panics
+    /// As [`CommandQueue::apply`], if the commands were made for another world.
+    #[track_caller]
     pub fn discard(&mut self, world: &mut World) {
+        self.check_world("discard", world);
+        self.world = None;
         let commands = mem::take(&mut self.commands);
         let base = self.bytes.as_mut_ptr();
         DropPayloads { commands: &commands, next: 0, base, world: Some(world) }.run();
         self.bytes.clear();
+    }
+}
+
+impl CommandQueue {
+    /// Panics, changing nothing, if the buffered commands were made for a world other than
+    /// `world`.
+    #[track_caller]
+    fn check_world(&self, what: &str, world: &World) {
+        if let Some(id) = self.world
+            && id != world.id()
+            && !self.is_empty()
+        {
+            panic!(
+                "CommandQueue::{what}: its {} commands were made with `Commands::new` for \
+                 another world (their entity ids were reserved there); {what} them on that world",
+                self.len()
+            );
+        }
     }
 }
 
@@ -289,8 +324,21 @@ pub struct Commands<'w, 's> {
 }
 
 impl<'w, 's> Commands<'w, 's> {
-    /// Commands that push to `queue`, reserving entities in `world`.
+    /// Commands that push to `queue`, reserving entities in `world`. The queue remembers
+    /// `world` until it is applied or discarded, which must then be done on `world`.
+    ///
+    /// # Panics
+    /// If `queue` still holds commands made for another world: apply or discard them first.
+    #[track_caller]
     pub fn new(queue: &'s mut CommandQueue, world: &'w World) -> Self {
+        if queue.world.is_some_and(|id| id != world.id()) && !queue.is_empty() {
+            panic!(
+                "Commands::new: the queue still holds {} commands made for another world; apply \
+                 or discard them on that world before buffering commands for this one",
+                queue.len()
+            );
+        }
+        queue.world = Some(world.id());
         Self { queue, world }
     }
 
@@ -451,7 +499,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use folio_query::World;
+    use folio_query::{Entity, World};
 
     use super::{CommandQueue, CommandStats, Commands};
 
@@ -777,5 +825,52 @@ mod tests {
         commands.spawn_batch(vec![(Counted(drops.clone()),), (Counted(drops.clone()),)]);
         drop(queue);
         assert_eq!(drops.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn a_queue_applied_to_another_world_panics_and_changes_nothing() {
+        let (mut w1, mut w2) = (World::new(), World::new());
+        let w2_entities: Vec<Entity> = (0..4u32).map(|i| w2.spawn((i,))).collect();
+        let mut queue = CommandQueue::default();
+        let spawned = {
+            let mut commands = Commands::new(&mut queue, &w1);
+            let e = commands.spawn((7u32,));
+            commands.insert(e, (1.5f32,));
+            commands.despawn(w2_entities[3]); // an id that also names a live entity of w2
+            e
+        };
+        let before: Vec<Option<u32>> =
+            w2_entities.iter().map(|&e| w2.get::<u32>(e).copied()).collect();
+        let mut stats = CommandStats::default();
+        for attempt in 0..2 {
+            let panicked = catch_unwind(AssertUnwindSafe(|| {
+                if attempt == 0 {
+                    queue.apply(&mut w2, &mut stats);
+                } else {
+                    queue.discard(&mut w2);
+                }
+            }));
+            let message = panicked.unwrap_err();
+            let message = message.downcast_ref::<String>().expect("a formatted message");
+            assert!(message.contains("another world"), "{message}");
+            assert_eq!(queue.len(), 3, "the queue keeps its commands");
+            assert_eq!(w2.len(), 4);
+            let after: Vec<Option<u32>> =
+                w2_entities.iter().map(|&e| w2.get::<u32>(e).copied()).collect();
+            assert_eq!(after, before, "nothing of the other world changed");
+            assert_eq!(w2.get::<f32>(spawned), None);
+        }
+        // Buffering for another world while commands are pending is refused too.
+        let refused = catch_unwind(AssertUnwindSafe(|| {
+            Commands::new(&mut queue, &w2);
+        }));
+        assert!(refused.is_err());
+        // On its own world the queue applies, and is then free for any world.
+        queue.apply(&mut w1, &mut stats);
+        assert_eq!(w1.get::<u32>(spawned), Some(&7));
+        assert_eq!(w1.get::<f32>(spawned), Some(&1.5));
+        Commands::new(&mut queue, &w2).despawn(w2_entities[1]);
+        queue.apply(&mut w2, &mut stats);
+        assert!(!w2.contains(w2_entities[1]));
     }
 }
