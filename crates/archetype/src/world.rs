@@ -32,28 +32,8 @@ use crate::hooks::{HookFlags, Hooks};
 use crate::removed::{Removals, RemovedLog};
 use crate::resource::{Resource, ResourceTicks};
 use crate::table::{ColumnMap, MovedRow, Table, TableId};
+use crate::tick::clamp_tick;
 use crate::unwind::for_each_finishing;
-
-/// How many ticks old a stored tick may get before [`World::check_change_ticks`] clamps it:
-/// three quarters of the `u32` range, as bevy_ecs does, leaving a quarter for the time between
-/// checks.
-pub const MAX_CHANGE_AGE: u32 = 3 * (u32::MAX / 4);
-
-/// Whether `tick` is newer than `last_run`, both as seen from `this_run` (wrapping arithmetic:
-/// the comparison holds across the `u32` wrap while both are within [`MAX_CHANGE_AGE`]).
-#[inline]
-pub fn is_newer(tick: u32, last_run: u32, this_run: u32) -> bool {
-    this_run.wrapping_sub(last_run) > this_run.wrapping_sub(tick)
-}
-
-/// Clamps `tick` to at most [`MAX_CHANGE_AGE`] ticks before `now` (see
-/// [`World::check_change_ticks`]).
-#[inline]
-pub(crate) fn clamp_tick(tick: &mut u32, now: u32) {
-    if now.wrapping_sub(*tick) > MAX_CHANGE_AGE {
-        *tick = now.wrapping_sub(MAX_CHANGE_AGE);
-    }
-}
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -2179,6 +2159,8 @@ impl World {
     /// wraps. Cheap enough to run once every few million ticks (a game would call it, say, once
     /// a minute); a tick that is left unclamped for more than 2^32 - [`MAX_CHANGE_AGE`]
     /// increments may read as new.
+    ///
+    /// [`MAX_CHANGE_AGE`]: crate::MAX_CHANGE_AGE
     pub fn check_change_ticks(&mut self) {
         let now = self.change_tick();
         let clamp = |ticks: &mut [u32]| ticks.iter_mut().for_each(|t| clamp_tick(t, now));

@@ -1,6 +1,7 @@
 //! Change ticks: what `Added`/`Changed` in the query layer are built on.
 
 use super::*;
+use crate::{MAX_CHANGE_AGE, is_newer};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);
