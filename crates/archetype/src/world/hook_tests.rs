@@ -7,7 +7,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use folio_storage::Entity;
+
 use super::*;
+use crate::component::{Component, StorageType};
+use crate::error::EntityError;
 use crate::hooks::{ComponentHooks, DeferredWorld};
 
 use Kind::{Add, Insert, Remove, Replace};

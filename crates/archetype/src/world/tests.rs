@@ -2,9 +2,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use folio_storage::{Entity, StorageConfig};
 use proptest::prelude::*;
 
 use super::*;
+use crate::archetype::{Archetype, ArchetypeId, Edge};
+use crate::bundle::Bundle;
+use crate::component::StorageType;
+use crate::error::{ComponentError, EntityError};
+use crate::table::TableId;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32, f32);
