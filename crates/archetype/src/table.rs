@@ -1,10 +1,5 @@
-//! [`Table`]: the rows of every entity that has one combination of table-stored components.
-//!
-//! A table holds one [`Column`] per component (sorted by [`ComponentId`]), an entity column, and
-//! per component two tick columns (the tick it was added at and last changed at). Rows are dense:
-//! removal swap-removes, so iteration is a linear walk over column slices. Every column follows
-//! the storage layer's small-column policy: a near-empty table costs a few heap bytes, a large one
-//! lives in reservations that never move.
+//! [`Table`]: the rows of every entity that has one combination of table-stored components (its
+//! layout is on [`Table`]'s docs).
 //!
 //! # Safety model
 //! Every column (entities, data, ticks) has exactly `len` items, outside of a method's body. Each
@@ -211,6 +206,12 @@ unsafe fn tick_slot(column: &Column, row: usize) -> *mut u32 {
 }
 
 /// The rows of all entities with one set of table-stored components.
+///
+/// A table holds one [`Column`] per component (sorted by [`ComponentId`]), an entity column, and
+/// per component two tick columns (the tick it was added at and last changed at). Rows are dense:
+/// removal swap-removes, so iteration is a linear walk over column slices. Every column follows
+/// the storage layer's small-column policy: a near-empty table costs a few heap bytes, a large one
+/// lives in reservations that never move.
 #[derive(Debug)]
 pub struct Table {
     /// Sorted ids of the table's components; `columns[i]` holds `ids[i]`.

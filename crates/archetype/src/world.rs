@@ -1,15 +1,8 @@
-//! [`World`]: entities, their components in tables and sparse sets, and resources.
-//!
-//! Every entity lives in one archetype (its exact component set) and has one row in that
-//! archetype's table; its location `(archetype, archetype row, table, table row)` is kept by the
-//! storage layer's [`Entities`]. Structural changes follow the archetype graph's cached edges.
-//!
-//! # Consistency
-//! Every operation either completes or changes nothing: memory for the destination (table rows,
-//! sparse-set slots) is reserved before anything moves, so a refused commit returns
-//! [`EntityError::Storage`] with the world as it was. User code (component `Drop`s) runs only
-//! after the bookkeeping is done, or under guards that finish the bookkeeping while unwinding, so
-//! a panicking `Drop` never leaves a half-moved entity. [`World::check_invariants`] verifies that.
+//! [`World`]: the struct, its fields and what they keep true, and its construction. What the
+//! world promises its users (where entities live, every operation complete or undone) is on
+//! [`World`]'s own docs. Each kind of operation adds an `impl World` block in a submodule:
+//! `access`, `graph`, `spawn`, `despawn`, `insert_remove`, `batch`, `resources`, `ticks`,
+//! `removals`, `invariants` and `hooked`, with the row bookkeeping they share in `rows`.
 //!
 //! # Safety model
 //! Column pointers are only read as the type the registry records for their component id; the
@@ -79,7 +72,23 @@ impl WorldId {
     }
 }
 
-/// The ECS world.
+/// The ECS world: entities, their components in tables and sparse sets, and resources.
+///
+/// Every entity lives in one archetype (its exact component set) and has one row in that
+/// archetype's table; its location (archetype, archetype row and table row: the archetype names
+/// the table) is kept by the storage layer's [`Entities`]. Structural changes follow the
+/// archetype graph's cached edges (see [`Archetype`]).
+///
+/// # Consistency
+/// Every operation either completes or changes nothing: memory for the destination (table rows,
+/// sparse-set slots) is reserved before anything moves, so a refused commit returns
+/// [`EntityError::Storage`] with the world as it was. User code (component `Drop`s) runs only
+/// after the bookkeeping is done, or under guards that finish the bookkeeping while unwinding, so
+/// a panicking `Drop` never leaves a half-moved entity. [`World::check_invariants`] verifies that.
+/// Component hooks run inside the structural operations: when, in what order, and what a panic
+/// leaves is in the [`hooks`](crate::hooks) module's docs.
+///
+/// [`EntityError::Storage`]: crate::EntityError::Storage
 pub struct World {
     id: WorldId,
     entities: Entities,
