@@ -1,24 +1,5 @@
 //! [`Archetype`]: every entity with exactly one set of components, and the graph between sets.
-//!
-//! An archetype names its full, sorted component set (sparse-set components included), the
-//! [`Table`](crate::Table) that holds its table-stored components, and its entities with their
-//! table rows. Archetypes that differ only in sparse-set components share a table, so adding or
-//! removing a sparse-set component moves no table data.
-//!
-//! **Entity lists only where they say something.** An archetype that is its table's only one
-//! (every archetype without sparse-set components, until an archetype with the same table
-//! components and some sparse-set ones appears) keeps no list of its own: its entities are the
-//! table's, row for row, and an entity's archetype row is its table row. Only archetypes that
-//! share a table keep a list ([`ArchetypeEntities::Listed`]); an archetype switches to a list
-//! once, when a second archetype joins its table, and never back. So a despawn or a table move
-//! of an entity in an unshared table touches no archetype list and no second entity meta
-//! (callgrind, random despawns from 100,000 entities: 482 -> 448 instructions each).
-//!
-//! Each archetype caches **graph edges**: "insert bundle B → archetype" and "remove bundle B →
-//! archetype", keyed by the world's index of the bundle, so a repeated transition costs a short
-//! linear scan instead of a sort, merge and search. An edge whose move is a pure table-row move
-//! also names a precomputed move plan (column maps), so the move searches
-//! nothing either.
+//! The design (shared tables, entity lists, cached edges) is on [`Archetype`]'s docs.
 
 use folio_storage::Entity;
 
@@ -53,6 +34,26 @@ pub struct ArchetypeEntity {
 }
 
 /// All entities with one exact set of components.
+///
+/// An archetype names its full, sorted component set (sparse-set components included), the
+/// [`Table`](crate::Table) that holds its table-stored components, and its entities with their
+/// table rows. Archetypes that differ only in sparse-set components share a table, so adding or
+/// removing a sparse-set component moves no table data.
+///
+/// **Entity lists only where they say something.** An archetype that is its table's only one
+/// (every archetype without sparse-set components, until an archetype with the same table
+/// components and some sparse-set ones appears) keeps no list of its own: its entities are the
+/// table's, row for row, and an entity's archetype row is its table row. Only archetypes that
+/// share a table keep a list ([`ArchetypeEntities::Listed`]); an archetype switches to a list
+/// once, when a second archetype joins its table, and never back. So a despawn or a table move
+/// of an entity in an unshared table touches no archetype list and no second entity meta
+/// (callgrind, random despawns from 100,000 entities: 482 -> 448 instructions each).
+///
+/// Each archetype caches **graph edges**: "insert bundle B → archetype" and "remove bundle B →
+/// archetype", keyed by the world's index of the bundle, so a repeated transition costs a short
+/// linear scan instead of a sort, merge and search. An edge whose move is a pure table-row move
+/// also names a precomputed move plan (column maps), so the move searches
+/// nothing either.
 #[derive(Debug)]
 pub struct Archetype {
     id: ArchetypeId,
@@ -181,7 +182,7 @@ impl Archetype {
     }
 
     /// Whether the archetype shares its table with another archetype, and so keeps its own
-    /// entity list (see the module docs).
+    /// entity list (see [`Archetype`]).
     #[inline]
     pub fn is_listed(&self) -> bool {
         self.listed

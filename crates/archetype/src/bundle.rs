@@ -1,9 +1,5 @@
-//! Bundles: tuples of components that are spawned, inserted or removed together.
-//!
-//! `Bundle` is implemented for tuples of 1 to 16 components by `macro_rules!` (a lone component is
-//! spawned as `(c,)`, as in hecs: a blanket impl for every component would overlap the tuple
-//! impls). A bundle that repeats a component type is rejected by [`BundleInfo::new`] with
-//! [`ComponentError::DuplicateComponent`].
+//! Bundles: tuples of components that are spawned, inserted or removed together (what a bundle
+//! is, and which types are bundles, is on [`Bundle`]'s docs).
 //!
 //! # Safety model
 //! `Bundle` is an `unsafe trait`: `component_ids`, `get_components` and `from_components` must
@@ -25,6 +21,11 @@ pub type ComponentIds = SmallVec<[ComponentId; 8]>;
 pub const MAX_BUNDLE_LEN: usize = 16;
 
 /// A tuple of components moved into or out of the world together.
+///
+/// `Bundle` is implemented for tuples of 1 to 16 components by `macro_rules!` (a lone component is
+/// spawned as `(c,)`, as in hecs: a blanket impl for every component would overlap the tuple
+/// impls). A bundle that repeats a component type is rejected by [`BundleInfo::new`] with
+/// [`ComponentError::DuplicateComponent`].
 ///
 /// # Safety
 /// - `component_ids`, `type_ids`, `get_components`, `write_components`, `write_row` and

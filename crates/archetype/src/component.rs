@@ -1,9 +1,6 @@
 //! The component registry: every component type gets a dense [`ComponentId`] and a
-//! [`ComponentInfo`] that lets the type-erased storage below move and drop its values.
-//!
-//! Any `T: Send + Sync + 'static` is a component (a blanket impl, no derive). Its storage type is
-//! fixed when it is first registered: [`StorageType::Table`] unless
-//! [`Components::register_with`] asked for [`StorageType::SparseSet`] first.
+//! [`ComponentInfo`] that lets the type-erased storage below move and drop its values. What a
+//! component is, and when its storage type is fixed, is on [`Component`]'s docs.
 
 use std::alloc::Layout;
 use std::any::TypeId;
@@ -14,7 +11,10 @@ use folio_storage::{DropFn, drop_fn_of};
 
 use crate::error::ComponentError;
 
-/// A component: any `Send + Sync + 'static` type.
+/// A component: any `Send + Sync + 'static` type (a blanket impl, no derive).
+///
+/// Its storage type is fixed when it is first registered: [`StorageType::Table`] unless
+/// [`Components::register_with`] asked for [`StorageType::SparseSet`] first.
 pub trait Component: Send + Sync + 'static {}
 
 impl<T: Send + Sync + 'static> Component for T {}

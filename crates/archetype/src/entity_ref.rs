@@ -1,10 +1,6 @@
 //! Views of one entity: [`EntityRef`] (read-only, `Copy`) from [`World::entity`] and
-//! [`EntityWorldMut`] (reads, writes and structural changes) from [`World::entity_mut`].
-//!
-//! A view is made only for a live entity, so code that does several things to one entity
-//! checks it once (`world.entity(e)?`) and then works on components without `Option`s of
-//! liveness. Both are thin: each call goes through the `World` method of the same name, so they
-//! share its checks and its change-tick stamping.
+//! [`EntityWorldMut`] (reads, writes and structural changes) from [`World::entity_mut`]. What a
+//! view checks, and where its calls go, is on [`EntityRef`]'s docs.
 
 use folio_storage::Entity;
 
@@ -15,6 +11,11 @@ use crate::error::EntityError;
 use crate::world::World;
 
 /// A read-only view of a live entity in a [`World`].
+///
+/// A view (this one, or an [`EntityWorldMut`]) is made only for a live entity, so code that does
+/// several things to one entity checks it once (`world.entity(e)?`) and then works on components
+/// without `Option`s of liveness. Both are thin: each call goes through the `World` method of the
+/// same name, so they share its checks and its change-tick stamping.
 #[derive(Clone, Copy)]
 pub struct EntityRef<'w> {
     world: &'w World,
@@ -66,7 +67,8 @@ impl std::fmt::Debug for EntityRef<'_> {
     }
 }
 
-/// A view of a live entity that can read, write, insert, remove and despawn.
+/// A view of a live entity that can read, write, insert, remove and despawn (made and working as
+/// [`EntityRef`] says).
 ///
 /// The view's own methods never despawn its entity while it lasts; work deferred by a
 /// component hook ([`crate::hooks`]) during its `insert` or `remove` can

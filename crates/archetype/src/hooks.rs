@@ -74,8 +74,8 @@ use std::ops::Deref;
 
 use folio_storage::Entity;
 
+use crate::World;
 use crate::component::{Component, ComponentId};
-use crate::world::World;
 
 /// A component hook: called with the world (restricted to non-structural access) and the entity
 /// whose component is being added, inserted, replaced or removed. Closures that capture nothing

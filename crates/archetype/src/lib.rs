@@ -34,6 +34,7 @@ pub mod hooks;
 mod removed;
 mod resource;
 mod table;
+mod tick;
 mod unwind;
 mod world;
 
@@ -48,7 +49,8 @@ pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use removed::RemovedLog;
 pub use resource::ResourceTicks;
 pub use table::{MovedRow, Table, TableColumn, TableId};
+pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{
-    BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, EdgeStats, MAX_CHANGE_AGE, MemoryStats,
-    TableMemory, World, WorldId, is_newer,
+    BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, EdgeStats, MemoryStats, TableMemory,
+    World, WorldId,
 };

@@ -11,7 +11,7 @@
 
 use std::ptr::NonNull;
 
-use crate::world::{clamp_tick, is_newer};
+use crate::tick::{clamp_tick, is_newer};
 
 /// The ticks a resource was added and last changed at (see [`World::change_tick`]).
 ///

@@ -1,3 +1,7 @@
+//! Tables: pushing, swap-removing, clearing, moving rows between tables and sweeping marked
+//! rows, with values, ticks and entities checked and every value dropped once, panicking
+//! `Drop`s included.
+
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

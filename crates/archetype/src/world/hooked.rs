@@ -1,13 +1,15 @@
 //! The hooked paths of the structural operations ([`crate::hooks`]): each runs the raw
-//! operation of `world.rs` between the hooks of the components it adds, replaces or removes,
-//! then the work those hooks deferred. The public operations take these paths only while some
+//! operation (the `*_raw` methods of `spawn.rs`, `despawn.rs`, `insert_remove.rs` and
+//! `batch.rs`) between the hooks of the components it adds, replaces or removes, then the work
+//! those hooks deferred. The public operations take these paths only while some
 //! component has a hook of the kind they would run.
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use smallvec::SmallVec;
 
-use super::{World, first_repeat};
+use super::World;
+use super::batch::first_repeat;
 use crate::bundle::{Bundle, ComponentIds};
 use crate::component::Component;
 use crate::error::EntityError;

@@ -2,7 +2,10 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use folio_storage::Entity;
+
 use super::*;
+use crate::component::{Component, StorageType};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);

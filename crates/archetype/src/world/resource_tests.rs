@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use folio_storage::Entity;
+
 use super::*;
 
 struct Counted(Arc<AtomicUsize>, u32);

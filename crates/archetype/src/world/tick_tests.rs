@@ -1,6 +1,11 @@
 //! Change ticks: what `Added`/`Changed` in the query layer are built on.
 
+use folio_storage::Entity;
+
 use super::*;
+use crate::component::{Component, StorageType};
+use crate::resource::ResourceTicks;
+use crate::{MAX_CHANGE_AGE, is_newer};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pos(f32);

@@ -1,0 +1,249 @@
+//! The archetype graph: component and bundle registration, and the archetypes, tables, spawn
+//! plans and cached insert/remove edges, each made on first use.
+
+use std::any::TypeId;
+
+use folio_storage::ComponentSparseSet;
+
+use super::{MovePlan, SpawnPlan, World};
+use crate::archetype::{Archetype, ArchetypeId, Edge, find_edge};
+use crate::bundle::{Bundle, BundleInfo, ComponentIds};
+use crate::component::{Component, ComponentId, StorageType};
+use crate::error::ComponentError;
+use crate::table::{ColumnMap, Table, TableId};
+
+impl World {
+    /// Registers `T` with `storage`; an error if it was registered with another storage type.
+    pub fn register_component<T: Component>(
+        &mut self,
+        storage: StorageType,
+    ) -> Result<ComponentId, ComponentError> {
+        let id = self.components.register_with::<T>(storage)?;
+        self.removals.resolve_pending(&self.components);
+        Ok(id)
+    }
+
+    #[inline]
+    pub(super) fn bundle_id<B: Bundle>(&mut self) -> Result<usize, ComponentError> {
+        match self.last_bundle {
+            Some((t, b)) if t == TypeId::of::<B>() => Ok(b),
+            _ => self.bundle_id_slow::<B>(),
+        }
+    }
+
+    fn bundle_id_slow<B: Bundle>(&mut self) -> Result<usize, ComponentError> {
+        let b = match self.bundle_index.get(&TypeId::of::<B>()) {
+            Some(&b) => b,
+            None => {
+                let info = BundleInfo::new::<B>(&mut self.components);
+                // Also on error: a bundle that repeats a type registers the types before it.
+                self.removals.resolve_pending(&self.components);
+                self.bundles.push(info?);
+                self.bundle_index.insert(TypeId::of::<B>(), self.bundles.len() - 1);
+                self.bundles.len() - 1
+            }
+        };
+        self.last_bundle = Some((TypeId::of::<B>(), b));
+        Ok(b)
+    }
+
+    /// Bundle `b`'s spawn plan, made on its first spawn.
+    #[inline]
+    pub(super) fn spawn_plan(&mut self, b: usize) -> &SpawnPlan {
+        if self.spawn_plans.get(b).is_none_or(Option::is_none) {
+            self.make_spawn_plan(b);
+        }
+        self.spawn_plans[b].as_ref().expect("made above")
+    }
+
+    #[cold]
+    fn make_spawn_plan(&mut self, b: usize) {
+        let archetype = self.insert_edge(ArchetypeId::EMPTY, b).to;
+        let arch = &self.archetypes[archetype.index()];
+        let table = arch.table_id();
+        let columns = if arch.sparse_components().is_empty() {
+            let t = &self.tables[table.index()];
+            let columns =
+                self.bundles[b].ids().iter().map(|&c| t.column_index(c).map(|i| i as u32));
+            columns.collect::<Option<Box<[u32]>>>()
+        } else {
+            None
+        };
+        if self.spawn_plans.len() <= b {
+            self.spawn_plans.resize_with(b + 1, || None);
+        }
+        self.spawn_plans[b] = Some(SpawnPlan { archetype, table, columns });
+    }
+
+    /// The archetype with exactly `components` (sorted, distinct), made if new.
+    pub(super) fn archetype_for(&mut self, components: ComponentIds) -> ArchetypeId {
+        if let Some(&id) = self.archetype_index.get(&components) {
+            return id;
+        }
+        // A component tracked before it was registered is registered by now, if an entity
+        // can have it (resolved at its registration already; this keeps it so whatever
+        // registers it).
+        self.removals.resolve_pending(&self.components);
+        let (mut table_ids, mut sparse) = (ComponentIds::new(), ComponentIds::new());
+        for &c in &components {
+            match self.components.info(c).storage_type() {
+                StorageType::Table => table_ids.push(c),
+                StorageType::SparseSet => sparse.push(c),
+            }
+        }
+        for &c in &sparse {
+            if self.sparse_sets.len() <= c.index() {
+                self.sparse_sets.resize_with(c.index() + 1, || None);
+            }
+            let info = self.components.info(c);
+            self.sparse_sets[c.index()]
+                // SAFETY:
+                // - the registry records the layout and drop fn of one `Component` type, which
+                //   is `Send + Sync`.
+                .get_or_insert_with(|| unsafe {
+                    ComponentSparseSet::with_config(info.layout(), info.drop_fn(), &self.storage)
+                });
+        }
+        let table_id = match self.table_index.get(&table_ids) {
+            Some(&t) => t,
+            None => {
+                let t = TableId(u32::try_from(self.tables.len()).expect("too many tables"));
+                self.tables.push(Table::with_config(&self.components, &table_ids, &self.storage));
+                self.table_index.insert(table_ids, t);
+                t
+            }
+        };
+        let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
+        let mut archetype = Archetype::new(id, table_id, components.clone(), sparse);
+        archetype.set_hook_flags(self.hooks.flags_of(&components));
+        // Tables are made in order, each right before its first archetype (the empty table
+        // before the empty archetype), so a table without an owner entry has no archetype yet.
+        match self.table_owner.get_mut(table_id.index()) {
+            None => {
+                debug_assert_eq!(self.table_owner.len(), table_id.index());
+                self.table_owner.push(Some(id));
+            }
+            Some(owner) => {
+                // The table becomes shared: its first archetype starts a list, and so does
+                // every archetype that joins it.
+                if let Some(first) = owner.take() {
+                    let table = &self.tables[table_id.index()];
+                    self.archetypes[first.index()].list(table.entities());
+                }
+                archetype.set_listed();
+            }
+        }
+        self.archetypes.push(archetype);
+        self.archetype_index.insert(components, id);
+        id
+    }
+
+    /// The edge from `from` by inserting bundle `b`: cached, or made now.
+    #[inline]
+    pub(super) fn insert_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+        match find_edge(&self.archetypes[from.index()].insert_edges, b as u32) {
+            Some(edge) => {
+                self.edge_stats.hits += 1;
+                edge
+            }
+            None => self.make_insert_edge(from, b),
+        }
+    }
+
+    #[cold]
+    fn make_insert_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+        self.edge_stats.misses += 1;
+        let mut set: ComponentIds = self.archetypes[from.index()].components().into();
+        for &c in self.bundles[b].sorted_ids() {
+            if let Err(pos) = set.binary_search(&c) {
+                set.insert(pos, c);
+            }
+        }
+        let to = self.archetype_for(set);
+        // Every bundle component new to the entity and all of one storage type: a planned
+        // table-row move plus the bundle's values (no sparse set changes), or a sparse move (the
+        // table row stays; only the sets and the archetype lists change).
+        let from_arch = &self.archetypes[from.index()];
+        let ids = self.bundles[b].ids();
+        let all_new = from != to && ids.iter().all(|&c| !from_arch.contains(c));
+        let storage = if all_new { self.uniform_storage(ids) } else { None };
+        let plan = if storage == Some(StorageType::Table) {
+            let (old, new) = (from_arch.table_id(), self.archetypes[to.index()].table_id());
+            debug_assert_ne!(old, new, "a new table component changes the table");
+            let dst = &self.tables[new.index()];
+            let bundle_cols =
+                ids.iter().map(|&c| dst.column_index(c).expect("the target has it") as u32);
+            self.push_move_plan(old, new, bundle_cols.collect())
+        } else if storage == Some(StorageType::SparseSet) {
+            Edge::SPARSE
+        } else {
+            Edge::NO_PLAN
+        };
+        let edge = Edge { bundle: b as u32, to, plan };
+        self.archetypes[from.index()].insert_edges.push(edge);
+        edge
+    }
+
+    /// The edge from `from` by removing bundle `b`, cached or made now. The caller checked that
+    /// `from` has every component of `b`.
+    #[inline]
+    pub(super) fn remove_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+        match find_edge(&self.archetypes[from.index()].remove_edges, b as u32) {
+            Some(edge) => {
+                self.edge_stats.hits += 1;
+                edge
+            }
+            None => self.make_remove_edge(from, b),
+        }
+    }
+
+    #[cold]
+    fn make_remove_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+        self.edge_stats.misses += 1;
+        let bundle = self.bundles[b].sorted_ids();
+        let set: ComponentIds = self.archetypes[from.index()]
+            .components()
+            .iter()
+            .copied()
+            .filter(|c| bundle.binary_search(c).is_err())
+            .collect();
+        let to = self.archetype_for(set);
+        // A bundle all of one storage type: a planned table-row move that leaves the bundle's
+        // values behind (no sparse set changes), or a sparse move (the table row stays).
+        let ids = self.bundles[b].ids();
+        let storage = self.uniform_storage(ids);
+        let plan = if storage == Some(StorageType::Table) {
+            let old = self.archetypes[from.index()].table_id();
+            let new = self.archetypes[to.index()].table_id();
+            debug_assert_ne!(old, new, "removing a table component changes the table");
+            let src = &self.tables[old.index()];
+            let bundle_cols =
+                ids.iter().map(|&c| src.column_index(c).expect("the source has it") as u32);
+            self.push_move_plan(old, new, bundle_cols.collect())
+        } else if storage == Some(StorageType::SparseSet) {
+            Edge::SPARSE
+        } else {
+            Edge::NO_PLAN
+        };
+        let edge = Edge { bundle: b as u32, to, plan };
+        self.archetypes[from.index()].remove_edges.push(edge);
+        edge
+    }
+
+    /// The storage type every component of `ids` has, if they all have the same one (`None`
+    /// for a mix or no components).
+    fn uniform_storage(&self, ids: &[ComponentId]) -> Option<StorageType> {
+        let (&first, rest) = ids.split_first()?;
+        let storage = self.components.info(first).storage_type();
+        rest.iter().all(|&c| self.components.info(c).storage_type() == storage).then_some(storage)
+    }
+
+    fn push_move_plan(&mut self, from: TableId, to: TableId, bundle_cols: Box<[u32]>) -> u32 {
+        let map = ColumnMap::new(&self.tables[from.index()], &self.tables[to.index()]);
+        self.move_plans.push(MovePlan { map, bundle_cols });
+        u32::try_from(self.move_plans.len() - 1)
+            .ok()
+            .filter(|&plan| plan < Edge::SPARSE)
+            .expect("too many move plans")
+    }
+}
