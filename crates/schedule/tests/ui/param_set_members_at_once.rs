@@ -1,5 +1,5 @@
-// Two members of a `ParamSet` may conflict, so only one can be had at a time: holding the
-// first while taking the second must not compile.
+//! Two members of a `ParamSet` may conflict, so only one can be had at a time: holding the
+//! first while taking the second must not compile.
 use folio_schedule::prelude::*;
 
 struct Health(u32);

@@ -1,6 +1,6 @@
-// A `system_param!` field must name the lifetime its parameter borrows with: a `Local` lives
-// in the system's state (`'s`), not in the world (`'w`). A wrong one is a compile error, never
-// a reference that outlives what it borrows.
+//! A `system_param!` field must name the lifetime its parameter borrows with: a `Local` lives
+//! in the system's state (`'s`), not in the world (`'w`). A wrong one is a compile error, never
+//! a reference that outlives what it borrows.
 use folio_schedule::prelude::*;
 
 system_param! {
