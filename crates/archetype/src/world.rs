@@ -116,6 +116,11 @@ pub struct World {
     resources: AHashMap<TypeId, Resource>,
     /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
     change_tick: AtomicU32,
+    /// The tick of the last [`World::check_change_ticks`] (the first tick before any), and how
+    /// many ticks the world had handed out then: with them, [`World::absolute_tick`] counts
+    /// ticks in 64 bits, across the 32-bit counter's wraps.
+    checked_at: u32,
+    checked_total: u64,
     edge_stats: EdgeStats,
     /// Where every column of this world takes its pages from.
     storage: StorageConfig,
@@ -172,6 +177,8 @@ impl World {
             move_plans: Vec::new(),
             resources: AHashMap::default(),
             change_tick: AtomicU32::new(1),
+            checked_at: 1,
+            checked_total: 1,
             edge_stats: EdgeStats::default(),
             storage,
             removals: Removals::default(),

@@ -191,6 +191,10 @@ pub struct QueryState<D: QueryData, F: QueryFilter = ()> {
     archetype_generation: usize,
     /// The tick of the last run, `None` before the first.
     last_run: Option<u32>,
+    /// `last_run` counted in 64 bits ([`World::absolute_tick`]), so that a state idle for 2^32
+    /// ticks or more, whose 32-bit age has wrapped, still knows it is old; `None` when the tick
+    /// was set by [`QueryState::set_last_run`], which compares the 32-bit ticks alone.
+    last_run_total: Option<u64>,
 }
 
 impl<D: QueryData, F: QueryFilter> std::fmt::Debug for QueryState<D, F> {
@@ -230,6 +234,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
             matches,
             archetype_generation: 0,
             last_run: None,
+            last_run_total: None,
         };
         state.update_archetypes(world);
         Ok(state)
@@ -282,6 +287,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     #[inline]
     pub fn set_last_run(&mut self, tick: u32) {
         self.last_run = Some(tick);
+        self.last_run_total = None;
     }
 
     /// Matches the archetypes `world` made since the last update.
@@ -341,33 +347,43 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     #[inline]
     fn begin_run(&mut self, world: &World) -> (u32, u32) {
         let this_run = system_tick(world).unwrap_or_else(|| world.increment_change_tick());
-        self.begin_run_at(this_run)
+        self.begin_run_at(world, this_run)
     }
 
     /// [`Self::begin_run`] on an exclusively borrowed world: no atomic increment.
     #[inline]
     fn begin_run_mut(&mut self, world: &mut World) -> (u32, u32) {
-        self.begin_run_at(world.increment_change_tick_mut())
+        let this_run = world.increment_change_tick_mut();
+        self.begin_run_at(world, this_run)
     }
 
     #[inline]
-    fn begin_run_at(&mut self, this_run: u32) -> (u32, u32) {
-        let last_run = self.last_run_for(this_run);
+    fn begin_run_at(&mut self, world: &World, this_run: u32) -> (u32, u32) {
+        let this_total = world.absolute_tick(this_run);
+        let last_run = self.last_run_for(this_run, this_total);
         self.last_run = Some(this_run);
+        self.last_run_total = Some(this_total);
         (last_run, this_run)
     }
 
     /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`).
     fn peek_ticks(&self, world: &World) -> (u32, u32) {
         let this_run = system_tick(world).unwrap_or_else(|| world.change_tick());
-        (self.last_run_for(this_run), this_run)
+        (self.last_run_for(this_run, world.absolute_tick(this_run)), this_run)
     }
 
-    fn last_run_for(&self, this_run: u32) -> u32 {
+    /// The last run as `Added`/`Changed` compare against it at `this_run` (`this_total` in 64
+    /// bits): clamped to [`MAX_CHANGE_AGE`], as the world clamps its stored ticks, so a query
+    /// that slept through most of the tick range, or past a wrap of it, neither reads old
+    /// changes as new nor misses new ones.
+    #[inline]
+    fn last_run_for(&self, this_run: u32, this_total: u64) -> u32 {
+        let recent = |last: u32| match self.last_run_total {
+            Some(total) => this_total.saturating_sub(total) <= u64::from(MAX_CHANGE_AGE),
+            None => this_run.wrapping_sub(last) <= MAX_CHANGE_AGE,
+        };
         match self.last_run {
-            // Clamp a query that slept through most of the tick range, so old changes don't
-            // read as new after the wrap.
-            Some(last) if this_run.wrapping_sub(last) <= MAX_CHANGE_AGE => last,
+            Some(last) if recent(last) => last,
             // Before the first run, everything counts as added and changed.
             _ => this_run.wrapping_sub(MAX_CHANGE_AGE),
         }

@@ -188,6 +188,59 @@ fn a_state_refuses_another_world() {
 }
 
 #[test]
+fn a_refused_world_changes_neither_the_state_nor_that_world() {
+    // Every entry point that takes a `&mut World` checks it before it takes a tick.
+    let mut world = world();
+    world.spawn((Pos(1.0),));
+    world.spawn((Pos(2.0),));
+    let mut other = World::new();
+    let mut q = world.query::<&mut Pos>();
+    q.for_each_mut(&mut world, |_| {});
+    let (last_run, other_tick) = (q.last_run(), other.change_tick());
+    type Attempt = fn(&mut QueryState<&'static mut Pos>, &mut World);
+    let attempts: [(&str, Attempt); 3] = [
+        ("for_each_combination_mut", |q, w| q.for_each_combination_mut::<2>(w, |_| {})),
+        ("for_each_mut", |q, w| q.for_each_mut(w, |_| {})),
+        ("iter_mut", |q, w| q.iter_mut(w).for_each(|_| {})),
+    ];
+    for (name, attempt) in attempts {
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            attempt(&mut q, &mut other);
+        }));
+        assert!(caught.is_err(), "{name} refuses another world");
+        assert_eq!(q.last_run(), last_run, "{name}: the state's last run is unchanged");
+        assert_eq!(other.change_tick(), other_tick, "{name}: the other world's tick too");
+    }
+}
+
+/// 2^32 ticks: instant in release builds (the loop folds), about a minute in debug ones, so
+/// ignored there; CI runs it in release.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "2^32 ticks: run in release")]
+fn a_state_idle_for_more_than_2_pow_32_ticks_still_sees_what_changed() {
+    let mut world = world();
+    let e = world.spawn((Pos(0.0),));
+    let mut changed = world.query_filtered::<Entity, Changed<Pos>>();
+    assert_eq!(changed.iter(&world).count(), 1, "a new entity counts as changed");
+    // Idle for 2^32 - 500 ticks, the world's ticks checked every 2^28 as a game would; then
+    // a change, and 1,000 ticks more: the state's 32-bit age has wrapped to 500.
+    let advance = |world: &mut World, ticks: u64| {
+        for i in 0..ticks {
+            world.increment_change_tick_mut();
+            if i % (1 << 28) == 0 {
+                world.check_change_ticks();
+            }
+        }
+    };
+    advance(&mut world, (1u64 << 32) - 500);
+    world.get_mut::<Pos>(e).unwrap().0 = 1.0;
+    advance(&mut world, 1_000);
+    world.check_change_ticks();
+    assert_eq!(changed.iter(&world).collect::<Vec<_>>(), [e], "the change is seen");
+    assert_eq!(changed.iter(&world).count(), 0, "and only once");
+}
+
+#[test]
 fn par_iter_mut_visits_every_entity_once() {
     let mut world = world();
     let mut n = 0u32;

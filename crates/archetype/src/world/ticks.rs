@@ -36,6 +36,17 @@ impl World {
         this
     }
 
+    /// `tick` counted in 64 bits: how many ticks the world had handed out when it was current.
+    /// Exact for ticks within 2^31 of the last [`World::check_change_ticks`] (before or after
+    /// it), which a world checked as often as that method asks always is; what outlives the
+    /// world's own stored ticks (a query state kept by the user, idle for 2^32 ticks) can tell
+    /// its age from this where the 32-bit difference has wrapped.
+    #[inline]
+    pub fn absolute_tick(&self, tick: u32) -> u64 {
+        let since_check = tick.wrapping_sub(self.checked_at) as i32;
+        self.checked_total.wrapping_add_signed(i64::from(since_check))
+    }
+
     /// Clamps every stored tick (components' and resources') older than [`MAX_CHANGE_AGE`] to
     /// exactly that age, so that `Added`/`Changed` comparisons stay right after the tick counter
     /// wraps. Cheap enough to run once every few million ticks (a game would call it, say, once
@@ -45,6 +56,8 @@ impl World {
     /// [`MAX_CHANGE_AGE`]: crate::MAX_CHANGE_AGE
     pub fn check_change_ticks(&mut self) {
         let now = self.change_tick();
+        self.checked_total = self.absolute_tick(now);
+        self.checked_at = now;
         let clamp = |ticks: &mut [u32]| ticks.iter_mut().for_each(|t| clamp_tick(t, now));
         for table in &mut self.tables {
             for column in table.columns_mut() {

@@ -243,9 +243,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         world: &mut World,
         f: impl FnMut([D::Item<'_>; K]),
     ) {
+        // Matched (and the world checked) before the run takes a tick: a state refused for
+        // another world changes neither its own last run nor that world's tick.
+        self.update_archetypes(world);
         let (last_run, this_run) = self.begin_run_mut(world);
         let world = &*world;
-        self.update_archetypes(world);
         // SAFETY: `&mut World` gives exclusive access; the state is up to date.
         unsafe { self.for_each_combination_unchecked(world, last_run, this_run, f) }
     }
