@@ -40,6 +40,12 @@ pub unsafe trait Bundle: Send + Sync + 'static {
     /// Reports the components' type ids in order.
     fn type_ids(ids: &mut impl FnMut(TypeId));
 
+    /// Reports the components' type names in order, for the checks [`BundleInfo::new`] makes
+    /// once per bundle type (no tuple among them). Reports nothing unless implemented.
+    fn component_names(names: &mut impl FnMut(&'static str)) {
+        let _ = names;
+    }
+
     /// Moves the components out by handing `f` a pointer to each, in order.
     fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R;
 
@@ -85,8 +91,19 @@ pub struct BundleInfo {
 }
 
 impl BundleInfo {
-    /// The info of bundle `B`, registering its components; an error if it repeats a type.
+    /// The info of bundle `B`, registering its components; an error if it holds a tuple as a
+    /// component (nothing is registered then) or repeats a type.
     pub fn new<B: Bundle>(components: &mut Components) -> Result<Self, ComponentError> {
+        let mut tuple = None;
+        B::component_names(&mut |name| {
+            if tuple.is_none() && is_tuple(name) {
+                tuple = Some(name);
+            }
+        });
+        if let Some(name) = tuple {
+            let bundle = Some(std::any::type_name::<B>());
+            return Err(ComponentError::TupleComponent { name, bundle });
+        }
         let mut ids = ComponentIds::new();
         B::component_ids(components, &mut |id| ids.push(id));
         let mut sorted = ids.clone();
@@ -113,6 +130,11 @@ impl BundleInfo {
     }
 }
 
+/// Whether a type name is a tuple's, `()` included: tuples are bundles, never components.
+pub(crate) fn is_tuple(type_name: &str) -> bool {
+    type_name.starts_with('(')
+}
+
 macro_rules! tuple_bundle {
     ($($name:ident),+) => {
         // SAFETY:
@@ -125,6 +147,10 @@ macro_rules! tuple_bundle {
 
             fn type_ids(ids: &mut impl FnMut(TypeId)) {
                 $(ids(TypeId::of::<$name>());)+
+            }
+
+            fn component_names(names: &mut impl FnMut(&'static str)) {
+                $(names(std::any::type_name::<$name>());)+
             }
 
             #[allow(non_snake_case)]
@@ -261,7 +287,7 @@ mod tests {
             f64,
             bool,
             char,
-            (),
+            [u8; 0],
             String,
         )>(&mut components)
         .unwrap();

@@ -127,11 +127,16 @@ impl Components {
     }
 
     /// Registers `T` with `storage`; registering it again with the same storage is fine, with
-    /// another one is an error (its values already live somewhere).
+    /// another one is an error (its values already live somewhere), and so is a tuple type
+    /// ([`ComponentError::TupleComponent`]: tuples are bundles, never components).
     pub fn register_with<T: Component>(
         &mut self,
         storage: StorageType,
     ) -> Result<ComponentId, ComponentError> {
+        let name = std::any::type_name::<T>();
+        if crate::bundle::is_tuple(name) {
+            return Err(ComponentError::TupleComponent { name, bundle: None });
+        }
         match self.by_type.get(&TypeId::of::<T>()) {
             Some(&id) if self.infos[id.index()].storage == storage => Ok(id),
             Some(&id) => Err(ComponentError::StorageConflict {

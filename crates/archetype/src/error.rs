@@ -19,6 +19,14 @@ pub enum ComponentError {
         /// The storage that was asked for.
         requested: StorageType,
     },
+    /// A tuple used as a component: in a bundle (`(A, (T, S))`) or registered on its own.
+    /// Tuples are bundles, never components, so `get::<T>` never misses a `T` stored inside one.
+    TupleComponent {
+        /// The tuple type's name.
+        name: &'static str,
+        /// The bundle that holds it, if it came in one.
+        bundle: Option<&'static str>,
+    },
     /// A bundle names the same component type twice.
     DuplicateComponent {
         /// The repeated type's name.
@@ -36,6 +44,19 @@ impl fmt::Display for ComponentError {
                 "component {name} is registered with {registered:?} storage; \
                  it cannot be registered again with {requested:?} storage"
             ),
+            Self::TupleComponent { name, bundle } => {
+                match bundle {
+                    Some(bundle) => write!(f, "bundle {bundle} holds the tuple {name} as one")?,
+                    None => write!(f, "the tuple {name} was registered")?,
+                }
+                write!(
+                    f,
+                    " component, but a tuple is a bundle, never a component: write its \
+                     components into the outer tuple (`(A, T, S)`, not `(A, (T, S))`; past 16, \
+                     spawn 16 and `insert` the rest), or wrap them in a struct to store them as \
+                     one component"
+                )
+            }
             Self::DuplicateComponent { name, bundle } => {
                 write!(f, "bundle {bundle} contains component {name} more than once")
             }

@@ -93,6 +93,36 @@ fn duplicate_components_in_a_bundle_are_rejected() {
 }
 
 #[test]
+fn a_tuple_is_never_a_component() {
+    let mut world = World::new();
+    let err = world.try_spawn((Pos(0.0, 0.0), (Vel(1.0, 1.0), Tag))).unwrap_err();
+    let EntityError::Component(ComponentError::TupleComponent { name, bundle }) = &err else {
+        panic!("{err}");
+    };
+    assert!(name.contains("Vel") && name.starts_with('('), "{name}");
+    assert!(bundle.is_some_and(|b| b.contains("Pos")), "{bundle:?}");
+    assert!(err.to_string().contains("never a component"), "{err}");
+    assert!(world.is_empty());
+    assert_eq!(world.components().len(), 0, "nothing of the bundle was registered");
+    let e = world.spawn((Tag,));
+    let err = world.insert(e, (Pos(0.0, 0.0), (Vel(1.0, 1.0),))).unwrap_err();
+    assert!(matches!(err, EntityError::Component(ComponentError::TupleComponent { .. })));
+    assert!(world.get::<Pos>(e).is_none());
+    let err = world.register_component::<(Pos, Vel)>(StorageType::SparseSet).unwrap_err();
+    assert!(matches!(err, ComponentError::TupleComponent { bundle: None, .. }), "{err}");
+    let unit = world.register_component::<()>(StorageType::Table).unwrap_err();
+    assert!(matches!(unit, ComponentError::TupleComponent { .. }), "{unit}");
+    world.check_invariants();
+    let spawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn((Pos(0.0, 0.0), (Vel(1.0, 1.0), Tag)));
+    }));
+    let message = spawn.unwrap_err();
+    let message = message.downcast_ref::<String>().expect("a formatted message");
+    assert!(message.contains("never a component"), "{message}");
+    assert_eq!(world.len(), 1);
+}
+
+#[test]
 fn zst_and_page_aligned_components() {
     let mut world = World::new();
     let es: Vec<Entity> = (0..50).map(|i| world.spawn((Tag, PageAligned(i)))).collect();
