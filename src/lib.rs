@@ -82,7 +82,8 @@ pub mod guide {}
 pub mod prelude {
     pub use folio_schedule::prelude::*;
     pub use folio_schedule::{
-        Bundle, Component, EntityError, Local, QueryError, ScheduleError, SystemParam,
+        Bundle, Component, EntityError, EntityRef, EntityWorldMut, IntoSystem, Local, QueryData,
+        QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, StorageConfig, SystemParam,
     };
 }
 
