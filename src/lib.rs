@@ -82,8 +82,9 @@ pub mod guide {}
 pub mod prelude {
     pub use folio_schedule::prelude::*;
     pub use folio_schedule::{
-        Bundle, Component, EntityError, EntityRef, EntityWorldMut, IntoSystem, Local, QueryData,
-        QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, StorageConfig, SystemParam,
+        Bundle, Component, EntityError, EntityRef, EntityWorldMut, FromWorld, IntoSystem, Local,
+        QueryData, QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, StorageConfig,
+        SystemParam,
     };
 }
 

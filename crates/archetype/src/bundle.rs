@@ -22,7 +22,8 @@ pub const MAX_BUNDLE_LEN: usize = 16;
 
 /// A tuple of components moved into or out of the world together.
 ///
-/// `Bundle` is implemented for tuples of 1 to 16 components by `macro_rules!` (a lone component is
+/// `Bundle` is implemented for `()` (an entity with no component yet) and for tuples of 1 to 16
+/// components by `macro_rules!` (a lone component is
 /// spawned as `(c,)`, as in hecs: a blanket impl for every component would overlap the tuple
 /// impls). A bundle that repeats a component type is rejected by [`BundleInfo::new`] with
 /// [`ComponentError::DuplicateComponent`].
@@ -208,6 +209,27 @@ macro_rules! all_tuples {
 }
 
 all_tuples!(C0, C1, C2, C3, C4, C5, C6, C7, C8, C9, C10, C11, C12, C13, C14, C15);
+
+// SAFETY: the empty bundle visits no component in every method, and hands `f` no pointer.
+unsafe impl Bundle for () {
+    fn component_ids(_: &mut Components, _: &mut impl FnMut(ComponentId)) {}
+
+    fn type_ids(_: &mut impl FnMut(TypeId)) {}
+
+    #[inline(always)]
+    fn get_components<R>(self, f: impl FnOnce(&[*mut u8]) -> R) -> R {
+        f(&[])
+    }
+
+    #[inline(always)]
+    unsafe fn write_components(self, _: &mut impl FnMut(usize) -> *mut u8) {}
+
+    #[inline(always)]
+    unsafe fn write_row(self, _: &[*mut u8; MAX_BUNDLE_LEN], _: usize) {}
+
+    #[inline(always)]
+    unsafe fn from_components(_: &mut impl FnMut() -> *mut u8) -> Self {}
+}
 
 #[cfg(test)]
 mod tests {

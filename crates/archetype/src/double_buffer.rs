@@ -78,6 +78,22 @@ impl<T> DoubleBuffer<T> {
         (self.next_id() - self.effective(cursor).max(self.older_start)) as usize
     }
 
+    /// Takes every readable entry out, oldest first. Ids go on from where they were, so a
+    /// reader that had not read the drained entries counts them as missed.
+    pub fn drain(&mut self) -> impl Iterator<Item = T> + use<T> {
+        let next = self.next_id();
+        let older = std::mem::take(&mut self.older);
+        let newer = std::mem::take(&mut self.newer);
+        self.older_start = next;
+        self.newer_start = next;
+        older.into_iter().chain(newer)
+    }
+
+    /// Drops every readable entry, as [`DoubleBuffer::drain`] without taking them.
+    pub fn clear(&mut self) {
+        self.drain().for_each(drop);
+    }
+
     /// Ages the buffer: the previous period's entries are dropped, this period's become the
     /// previous one's.
     pub fn update(&mut self) {
@@ -159,6 +175,30 @@ mod tests {
         buffer.update();
         assert!(buffer.is_empty());
         assert_eq!(buffer.next_id(), 4);
+    }
+
+    #[test]
+    fn drain_and_clear_empty_the_buffer_and_readers_miss_what_they_had_not_read() {
+        let mut buffer = DoubleBuffer::new();
+        let (mut reader, mut idle) = (BufferCursor::default(), BufferCursor::default());
+        buffer.extend([1, 2]);
+        assert_eq!(read_all(&mut reader, &buffer), [1, 2]);
+        buffer.update();
+        buffer.push(3);
+        assert_eq!(buffer.drain().collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(buffer.is_empty());
+        assert_eq!(buffer.next_id(), 3, "ids go on");
+        assert_eq!(read_all(&mut reader, &buffer), Vec::<u32>::new());
+        assert_eq!(reader.missed(), 1, "3 was drained before it was read");
+        buffer.push(4);
+        assert_eq!(read_all(&mut idle, &buffer), [4]);
+        assert_eq!(idle.missed(), 3);
+        buffer.push(5);
+        buffer.clear();
+        assert!(buffer.is_empty());
+        buffer.push(6);
+        assert_eq!(read_all(&mut reader, &buffer), [6]);
+        assert_eq!(reader.missed(), 3, "4 and 5 too");
     }
 
     #[test]

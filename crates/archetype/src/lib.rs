@@ -47,7 +47,7 @@ pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use removed::RemovedLog;
-pub use resource::ResourceTicks;
+pub use resource::{FromWorld, ResourceTicks};
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{

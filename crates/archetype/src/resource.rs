@@ -139,6 +139,20 @@ impl Drop for Resource {
     }
 }
 
+/// How a resource is made by [`World::init_resource`](crate::World::init_resource): from the
+/// world itself (a resource that needs another one, or the entities there), or, for every
+/// `Default` type, by `Default`.
+pub trait FromWorld {
+    /// The value, made from `world`.
+    fn from_world(world: &mut crate::World) -> Self;
+}
+
+impl<T: Default> FromWorld for T {
+    fn from_world(_: &mut crate::World) -> Self {
+        T::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

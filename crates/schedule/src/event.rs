@@ -57,6 +57,17 @@ impl<E> Events<E> {
         self.buffer.is_empty()
     }
 
+    /// Takes every readable event out, oldest first (the queue stays, empty). A reader that
+    /// had not read them counts them as missed ([`EventReader::missed`]).
+    pub fn drain(&mut self) -> impl Iterator<Item = E> + use<E> {
+        self.buffer.drain()
+    }
+
+    /// Drops every readable event, as [`Events::drain`] without taking them.
+    pub fn clear(&mut self) {
+        self.buffer.clear();
+    }
+
     /// Ages the queue: events sent before the previous update are dropped.
     pub fn update(&mut self) {
         self.buffer.update();

@@ -125,6 +125,12 @@ impl World {
         b: usize,
     ) -> Result<Vec<B>, EntityError> {
         let run = self.check_batch(entities.iter().copied(), Some(b))?;
+        if self.bundles[b].ids().is_empty() {
+            // `()`: nothing to take, nowhere to move.
+            // SAFETY: the empty bundle reads no component pointer.
+            let nothing = || unsafe { B::from_components(&mut || unreachable!()) };
+            return Ok(entities.iter().map(|_| nothing()).collect());
+        }
         if let Some(from) = run.archetype {
             let edge = self.remove_edge(from, b);
             self.reserve_batch_targets(&[(from, edge, run.len)])?;

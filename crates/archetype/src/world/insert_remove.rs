@@ -336,6 +336,12 @@ impl World {
                 edge
             }
             None => {
+                if self.bundles[b].ids().is_empty() {
+                    // `()`: nothing to take, nowhere to move (no edge is made, so this check
+                    // costs the other bundles nothing once their edge exists).
+                    // SAFETY: the empty bundle reads no component pointer.
+                    return Ok(unsafe { B::from_components(&mut || unreachable!()) });
+                }
                 let from_arch = &self.archetypes[from.index()];
                 if let Some(&missing) =
                     self.bundles[b].ids().iter().find(|&&c| !from_arch.contains(c))

@@ -140,3 +140,30 @@ fn resource_scope_replaces_what_f_inserted_meanwhile() {
     assert!(result.is_err(), "and its drop panics too, once");
     assert_eq!(drops.load(Ordering::Relaxed), 3);
 }
+
+#[test]
+fn init_resource_makes_a_missing_resource_from_default_or_the_world_and_keeps_an_existing_one() {
+    #[derive(Default, Debug, PartialEq)]
+    struct Score(u32);
+    /// Made from the world: as many slots as there are entities.
+    #[derive(Debug, PartialEq)]
+    struct Slots(usize);
+    impl crate::FromWorld for Slots {
+        fn from_world(world: &mut World) -> Self {
+            Slots(world.len())
+        }
+    }
+    let mut world = World::new();
+    world.init_resource::<Score>();
+    assert_eq!(world.resource::<Score>(), Some(&Score(0)));
+    world.resource_mut::<Score>().unwrap().0 = 7;
+    let changed = world.resource_ticks::<Score>().unwrap().changed;
+    world.increment_change_tick_mut();
+    world.init_resource::<Score>();
+    assert_eq!(world.resource::<Score>(), Some(&Score(7)), "an existing one is kept");
+    assert_eq!(world.resource_ticks::<Score>().unwrap().changed, changed, "and not changed");
+    world.spawn((1u8,));
+    world.spawn((2u8,));
+    world.init_resource::<Slots>();
+    assert_eq!(world.resource::<Slots>(), Some(&Slots(2)));
+}

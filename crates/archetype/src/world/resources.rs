@@ -5,7 +5,7 @@ use std::collections::hash_map::Entry;
 use std::ptr::NonNull;
 
 use super::World;
-use crate::resource::{Resource, ResourceTicks};
+use crate::resource::{FromWorld, Resource, ResourceTicks};
 
 impl World {
     /// Inserts a resource, returning the one it replaces. A new resource is added and changed
@@ -24,6 +24,17 @@ impl World {
                 slot.insert(Resource::new(value, tick));
                 None
             }
+        }
+    }
+
+    /// Inserts an `R` made by [`FromWorld`] (`Default` for most types) unless the world has
+    /// one already; an existing one is kept as it is (not marked changed).
+    pub fn init_resource<R: FromWorld + Send + Sync + 'static>(&mut self) {
+        if !self.resources.contains_key(&TypeId::of::<R>()) {
+            let value = R::from_world(self);
+            // `from_world` may have inserted an `R` itself: the value made last wins, as an
+            // `insert_resource` after it would.
+            self.insert_resource(value);
         }
     }
 

@@ -78,13 +78,26 @@ impl World {
         Ok(())
     }
 
+    /// Spawns an entity with no component, to add them later: the same as `spawn(())`.
+    ///
+    /// # Panics
+    /// When memory runs out; [`World::try_spawn`] returns that as an error.
+    #[track_caller]
+    pub fn spawn_empty(&mut self) -> Entity {
+        self.spawn(())
+    }
+
     /// Spawns an entity with the components of `bundle`.
     ///
     /// # Panics
     /// When the bundle repeats a component type, or memory runs out; [`World::try_spawn`]
     /// returns those as errors.
+    #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
-        self.try_spawn(bundle).unwrap_or_else(|e| panic!("World::spawn: {e}"))
+        match self.try_spawn(bundle) {
+            Ok(entity) => entity,
+            Err(e) => panic!("World::spawn: {e}"),
+        }
     }
 
     /// Spawns an entity with the components of `bundle`, or says why it could not (and drops

@@ -51,6 +51,24 @@ fn events_live_for_two_runs_and_each_reader_sees_each_once() {
 }
 
 #[test]
+fn events_can_be_drained_or_cleared_outside_a_schedule() {
+    struct Ping(u32);
+    let mut world = World::new();
+    let mut events = Events::default();
+    events.send(Ping(1));
+    events.update();
+    events.send(Ping(2));
+    world.insert_resource(events);
+    let events = world.resource_mut::<Events<Ping>>().unwrap();
+    assert_eq!(events.drain().map(|p| p.0).collect::<Vec<_>>(), [1, 2]);
+    assert!(events.is_empty());
+    events.send(Ping(3));
+    events.clear();
+    assert!(events.is_empty());
+    assert_eq!(events.next_id(), 3, "ids go on after a clear");
+}
+
+#[test]
 fn events_read_only_by_a_condition_still_age() {
     struct Ping;
     fn pinged(mut pings: EventReader<Ping>) -> bool {

@@ -93,6 +93,28 @@ fn duplicate_components_in_a_bundle_are_rejected() {
 }
 
 #[test]
+fn an_empty_entity_is_spawned_alive_and_takes_components_later() {
+    let mut world = World::new();
+    let a = world.spawn_empty();
+    let b = world.spawn(());
+    let batch = world.spawn_batch((0..3).map(|_| ()));
+    assert_eq!(world.len(), 5);
+    assert!(world.contains(a) && world.contains(b) && batch.iter().all(|&e| world.contains(e)));
+    assert_eq!(world.table_id_of(a), world.table_id_of(b));
+    world.insert(a, (Pos(1.0, 2.0),)).unwrap();
+    assert_eq!(world.get::<Pos>(a), Some(&Pos(1.0, 2.0)));
+    world.insert(b, ()).unwrap();
+    world.remove::<()>(b).unwrap();
+    world.insert_batch(batch.iter().map(|&e| (e, ()))).unwrap();
+    world.remove_batch::<()>(batch.iter().copied()).unwrap();
+    world.check_invariants();
+    world.despawn(b).unwrap();
+    world.despawn_batch(batch.iter().copied());
+    assert_eq!(world.len(), 1);
+    world.check_invariants();
+}
+
+#[test]
 fn a_tuple_is_never_a_component() {
     let mut world = World::new();
     let err = world.try_spawn((Pos(0.0, 0.0), (Vel(1.0, 1.0), Tag))).unwrap_err();
