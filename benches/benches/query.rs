@@ -6,12 +6,15 @@
 //!   `pos += vel` over (&Velocity, &mut Position). folio twice: a `for` loop over
 //!   `QueryState::iter_mut` (external iteration, `next`) and `QueryState::for_each_mut`
 //!   (internal iteration, `fold`). bevy through a `QueryState` and `iter_mut`; hecs through
-//!   `World::query_mut`; shipyard through `World::run` with `(&View, &mut ViewMut).iter()`.
+//!   `World::query_mut`; shipyard through `World::run` with `(&View, &mut ViewMut).iter()`; each
+//!   peer also with `Iterator::for_each` on the same iterator (`(for_each)`), which bevy and
+//!   shipyard run through their own `fold`.
 //! - `frag_iter`: 26 component types A..Z, 20 entities of each, every one also with `Data(f32)`;
 //!   `Data *= 2` over all (`&mut Data`). The plain limit is 26 `Vec`s of 20. folio three times:
 //!   `iter_mut` and `for_each_mut` with `Data` in the 26 tables (the default storage), and
-//!   `for_each_mut` with `Data` registered as a sparse-set component, which is how shipyard
-//!   stores every component: the query names only `Data`, so it walks `Data`'s set densely.
+//!   `iter_mut` and `for_each_mut` with `Data` registered as a sparse-set component, which is
+//!   how shipyard stores every component: the query names only `Data`, so it walks `Data`'s set
+//!   densely. The peers in a `for` loop and with `for_each`, as in `simple_iter`.
 //! - `heavy_compute`: 1,000 entities of (Matrix4, Position, Rotation, Velocity); in parallel,
 //!   invert each matrix 100 times (one `invert` function, `#[inline(never)]`, called the same way
 //!   by every contender), then transform the position by it. folio through
@@ -20,6 +23,12 @@
 //!   per process); hecs has no parallel query, so its `iter_batched(64)` batches go through
 //!   rayon's `par_bridge` (ecs_bench_suite's form); shipyard's `par_iter` on the 2-thread rayon
 //!   pool; and the plain limit as rayon's `par_iter_mut` over zipped `Vec`s, on 2 threads.
+//! - `many_archetypes`: the worlds of `folio_benches::many` (20,000 combinations of 16 marker
+//!   components, 5 entities each, every entity with `Data(u64)`); one pass bumps `Data` on all
+//!   100,000 entities. The worlds are built once, before the group's benches, and kept. folio
+//!   through `iter_mut` and `for_each_mut`, bevy through `iter_mut` and `for_each`, hecs through
+//!   `query_mut`, shipyard through `(&mut ViewMut<Data>).iter()` (one sparse set: no
+//!   archetypes at all).
 //!
 //! Worlds and queries are built outside the timed routine; every routine leaves the world in a
 //! state its next run can repeat (positions grow, data saturates at infinity, which costs the
@@ -27,16 +36,16 @@
 //! each contender runs per entity is one shared function (`integrate`, `double`, `heavy`), so the
 //! only difference is how each library gets to the data.
 //!
-//! Run with `cargo bench -p folio-benches --bench query`, then `scripts/bench-table` for the
-//! table of ratios.
+//! Run with `cargo bench -p folio-benches --bench query`; `scripts/perf-report` runs it with the
+//! other benches and writes the tables of docs/PERFORMANCE.md.
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 #![allow(dead_code)] // The components are payload: written by the benches, never read back.
 
 use std::hint::black_box;
-use std::sync::OnceLock;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use folio_benches::many::{self, bump};
+use folio_benches::pool;
 use folio_query::WorldQueryExt;
 use rayon::prelude::*;
 use shipyard::{IntoIter, View, ViewMut};
@@ -175,20 +184,8 @@ fn heavy(p: &mut Position, m: &mut Matrix4) {
     }
 }
 
-fn group_config<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
-    let mut group = c.benchmark_group(name);
-    group
-        .sample_size(50)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group
-}
-
 fn simple_iter(c: &mut Criterion) {
-    let mut group = group_config(c, "simple_iter");
+    let mut group = c.benchmark_group("simple_iter");
     group.bench_function("folio (iter_mut)", |b| {
         let mut world = folio_archetype::World::new();
         world.spawn_batch((0..SIMPLE).map(|_| simple_bundle()));
@@ -218,6 +215,13 @@ fn simple_iter(c: &mut Criterion) {
         });
         black_box(&mut world);
     });
+    group.bench_function("bevy (for_each)", |b| {
+        let mut world = bevy_ecs::world::World::new();
+        world.spawn_batch((0..SIMPLE).map(|_| simple_bundle()));
+        let mut query = world.query::<(&Velocity, &mut Position)>();
+        b.iter(|| query.iter_mut(&mut world).for_each(|(v, mut p)| integrate(&mut p, v)));
+        black_box(&mut world);
+    });
     group.bench_function("hecs", |b| {
         let mut world = hecs::World::new();
         world.spawn_batch((0..SIMPLE).map(|_| simple_bundle()));
@@ -225,6 +229,17 @@ fn simple_iter(c: &mut Criterion) {
             for (v, p) in world.query_mut::<(&Velocity, &mut Position)>() {
                 integrate(p, v);
             }
+        });
+        black_box(&mut world);
+    });
+    group.bench_function("hecs (for_each)", |b| {
+        let mut world = hecs::World::new();
+        world.spawn_batch((0..SIMPLE).map(|_| simple_bundle()));
+        b.iter(|| {
+            world
+                .query_mut::<(&Velocity, &mut Position)>()
+                .into_iter()
+                .for_each(|(v, p)| integrate(p, v))
         });
         black_box(&mut world);
     });
@@ -236,6 +251,16 @@ fn simple_iter(c: &mut Criterion) {
                 for (v, p) in (&v, &mut p).iter() {
                     integrate(p, v);
                 }
+            })
+        });
+        black_box(&mut world);
+    });
+    group.bench_function("shipyard (for_each)", |b| {
+        let mut world = shipyard::World::new();
+        world.bulk_add_entity((0..SIMPLE).map(|_| simple_bundle()));
+        b.iter(|| {
+            world.run(|v: View<Velocity>, mut p: ViewMut<Position>| {
+                (&v, &mut p).iter().for_each(|(v, p)| integrate(p, v))
             })
         });
         black_box(&mut world);
@@ -294,7 +319,7 @@ macro_rules! declare {
 fragments!(declare);
 
 fn frag_iter(c: &mut Criterion) {
-    let mut group = group_config(c, "frag_iter");
+    let mut group = c.benchmark_group("frag_iter");
     group.bench_function("folio (iter_mut)", |b| {
         let mut world = folio_archetype::World::new();
         macro_rules! spawn {
@@ -321,6 +346,26 @@ fn frag_iter(c: &mut Criterion) {
         fragments!(spawn);
         let mut query = world.query::<&mut Data>();
         b.iter(|| query.for_each_mut(&mut world, |mut d| double(&mut d)));
+        black_box(&mut world);
+    });
+    group.bench_function("folio (iter_mut, Data sparse)", |b| {
+        let mut world = folio_archetype::World::new();
+        world
+            .register_component::<Data>(folio_archetype::StorageType::SparseSet)
+            .expect("registered once");
+        macro_rules! spawn {
+            ($t:ident) => {
+                world.spawn_batch((0..FRAG).map(|_| ($t(0.0), Data(1.0))));
+            };
+        }
+        fragments!(spawn);
+        let mut query = world.query::<&mut Data>();
+        assert!(query.matches().is_dense_sparse());
+        b.iter(|| {
+            for mut d in query.iter_mut(&mut world) {
+                double(&mut d);
+            }
+        });
         black_box(&mut world);
     });
     group.bench_function("folio (for_each_mut, Data sparse)", |b| {
@@ -355,6 +400,18 @@ fn frag_iter(c: &mut Criterion) {
         });
         black_box(&mut world);
     });
+    group.bench_function("bevy (for_each)", |b| {
+        let mut world = bevy_ecs::world::World::new();
+        macro_rules! spawn {
+            ($t:ident) => {
+                world.spawn_batch((0..FRAG).map(|_| ($t(0.0), Data(1.0))));
+            };
+        }
+        fragments!(spawn);
+        let mut query = world.query::<&mut Data>();
+        b.iter(|| query.iter_mut(&mut world).for_each(|mut d| double(&mut d)));
+        black_box(&mut world);
+    });
     group.bench_function("hecs", |b| {
         let mut world = hecs::World::new();
         macro_rules! spawn {
@@ -368,6 +425,17 @@ fn frag_iter(c: &mut Criterion) {
                 double(d);
             }
         });
+        black_box(&mut world);
+    });
+    group.bench_function("hecs (for_each)", |b| {
+        let mut world = hecs::World::new();
+        macro_rules! spawn {
+            ($t:ident) => {
+                world.spawn_batch((0..FRAG).map(|_| ($t(0.0), Data(1.0))));
+            };
+        }
+        fragments!(spawn);
+        b.iter(|| world.query_mut::<&mut Data>().into_iter().for_each(double));
         black_box(&mut world);
     });
     group.bench_function("shipyard", |b| {
@@ -387,6 +455,17 @@ fn frag_iter(c: &mut Criterion) {
         });
         black_box(&mut world);
     });
+    group.bench_function("shipyard (for_each)", |b| {
+        let mut world = shipyard::World::new();
+        macro_rules! spawn {
+            ($t:ident) => {
+                world.bulk_add_entity((0..FRAG).map(|_| ($t(0.0), Data(1.0))));
+            };
+        }
+        fragments!(spawn);
+        b.iter(|| world.run(|mut data: ViewMut<Data>| (&mut data).iter().for_each(double)));
+        black_box(&mut world);
+    });
     group.bench_function("plain Vec", |b| {
         let mut columns: Vec<Vec<Data>> = (0..26).map(|_| vec![Data(1.0); FRAG]).collect();
         b.iter(|| {
@@ -401,16 +480,8 @@ fn frag_iter(c: &mut Criterion) {
     group.finish();
 }
 
-/// A rayon pool of `threads` threads, built once per size.
-fn pool(threads: usize) -> &'static rayon::ThreadPool {
-    static POOLS: [OnceLock<rayon::ThreadPool>; 2] = [OnceLock::new(), OnceLock::new()];
-    POOLS[threads - 1].get_or_init(|| {
-        rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a rayon pool")
-    })
-}
-
 fn heavy_compute(c: &mut Criterion) {
-    let mut group = group_config(c, "heavy_compute");
+    let mut group = c.benchmark_group("heavy_compute");
     for threads in [1, 2] {
         group.bench_function(format!("folio ({threads} thread{})", ["", "s"][threads - 1]), |b| {
             let mut world = folio_archetype::World::new();
@@ -427,10 +498,7 @@ fn heavy_compute(c: &mut Criterion) {
     }
     group.bench_function("bevy (2 threads)", |b| {
         // bevy's `par_iter_mut` runs on its global compute pool, sized once per process.
-        let pool = bevy_tasks::ComputeTaskPool::get_or_init(|| {
-            bevy_tasks::TaskPoolBuilder::new().num_threads(2).build()
-        });
-        assert_eq!(pool.thread_num(), 2, "bevy's compute pool was built elsewhere");
+        folio_benches::init_bevy_pool(2);
         let mut world = bevy_ecs::world::World::new();
         world.spawn_batch((0..HEAVY).map(|_| heavy_bundle()));
         let mut query = world.query::<(&mut Position, &mut Matrix4)>();
@@ -483,5 +551,78 @@ fn heavy_compute(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, simple_iter, frag_iter, heavy_compute);
+fn many_archetypes(c: &mut Criterion) {
+    // Each world is built on its first use, once (it takes seconds), and kept for the library's
+    // benches; a filter that leaves the group out builds none.
+    let mut group = c.benchmark_group("many_archetypes");
+    let folio_world = || {
+        let world = many::folio_world();
+        let query = world.query::<&mut many::Data>();
+        (world, query)
+    };
+    let mut folio = None;
+    group.bench_function("folio (iter_mut)", |b| {
+        let (world, query) = folio.get_or_insert_with(folio_world);
+        b.iter(|| {
+            for mut d in query.iter_mut(world) {
+                bump(&mut d);
+            }
+        })
+    });
+    group.bench_function("folio (for_each_mut)", |b| {
+        let (world, query) = folio.get_or_insert_with(folio_world);
+        b.iter(|| query.for_each_mut(world, |mut d| bump(&mut d)))
+    });
+    drop(folio);
+
+    let bevy_world = || {
+        let mut world = many::bevy_world();
+        let query = world.query::<&mut many::Data>();
+        (world, query)
+    };
+    let mut bevy = None;
+    group.bench_function("bevy", |b| {
+        let (world, query) = bevy.get_or_insert_with(bevy_world);
+        b.iter(|| {
+            for mut d in query.iter_mut(world) {
+                bump(&mut d);
+            }
+        })
+    });
+    group.bench_function("bevy (for_each)", |b| {
+        let (world, query) = bevy.get_or_insert_with(bevy_world);
+        b.iter(|| query.iter_mut(world).for_each(|mut d| bump(&mut d)))
+    });
+    drop(bevy);
+
+    let mut hecs = None;
+    group.bench_function("hecs", |b| {
+        let world = hecs.get_or_insert_with(many::hecs_world);
+        b.iter(|| {
+            for d in world.query_mut::<&mut many::Data>() {
+                bump(d);
+            }
+        })
+    });
+    drop(hecs);
+
+    let mut shipyard = None;
+    group.bench_function("shipyard", |b| {
+        let world = shipyard.get_or_insert_with(many::shipyard_world);
+        b.iter(|| {
+            world.run(|mut data: ViewMut<many::Data>| {
+                for d in (&mut data).iter() {
+                    bump(d);
+                }
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = folio_benches::criterion();
+    targets = simple_iter, frag_iter, heavy_compute, many_archetypes
+}
 criterion_main!(benches);

@@ -15,23 +15,20 @@
 //!   system functions without parameters (`empty::<I>`, one function item per `I`), all
 //!   independent.
 //! - `frame_churn`: 100,000 (Position, Velocity); one iteration is one frame: integrate all,
-//!   despawn 1% chosen at random from a list of live entities (one seeded SplitMix64 for all
-//!   libraries, so they pick the same list positions), spawn 1% new. folio and bevy: a schedule
-//!   of an `integrate` system and a `churn` system using `Commands` (what a game writes);
-//!   `folio_exclusive` is the same churn as an exclusive `fn(&mut World)` system; shipyard: a
-//!   workload of `integrate` and a churn system on `AllStoragesViewMut`; hecs: plain loops.
-//!   The world keeps 100,000 entities, so every frame does the same work. The per-frame
-//!   distribution (median, p99) comes from `churn_report`.
+//!   despawn 1% chosen at random from a list of live entities, spawn 1% new; each library in
+//!   each of its forms of `folio_benches::churn` (`plain`: the world's per-entity API;
+//!   `schedule_1thread` and `schedule_2threads`: a schedule of an `integrate` system and a churn
+//!   system with `Commands`). The per-frame distribution (median, p99) comes from
+//!   `churn_report`, which runs the same frames.
 //!
 //! Setup (world, schedule, first run that initializes the systems) is outside the timed
-//! region. Sample sizes and times are small, so the file runs in about two minutes on 2 cores.
+//! region. Sample sizes and times come from `folio_benches::criterion()` and the command line.
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use folio_benches::churn::{self, Churn, Position, Velocity, pos, vel};
+use folio_benches::churn::{Form, Frame, Lib};
 
 /// Entities per archetype of the `schedule` workload.
 const N: usize = 10_000;
@@ -47,23 +44,9 @@ struct D(f32);
 #[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
 struct E(f32);
 
-fn group_config<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
-    let mut group = c.benchmark_group(name);
-    group
-        .sample_size(50)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group
-}
-
 /// bevy's compute task pool, sized to the 2 threads the other libraries' rayon pools have.
 fn init_bevy_pool() {
-    bevy_tasks::ComputeTaskPool::get_or_init(|| {
-        bevy_tasks::TaskPoolBuilder::new().num_threads(2).build()
-    });
+    folio_benches::init_bevy_pool(2);
 }
 
 fn bevy_schedule() -> bevy_ecs::schedule::Schedule {
@@ -224,7 +207,7 @@ fn shipyard_schedule_world() -> shipyard::World {
 
 fn schedule(c: &mut Criterion) {
     init_bevy_pool();
-    let mut group = group_config(c, "schedule");
+    let mut group = c.benchmark_group("schedule");
     group.bench_function("folio", |b| {
         let (mut world, mut schedule) = folio_schedule_world();
         b.iter(|| schedule.run(black_box(&mut world)).unwrap())
@@ -317,7 +300,7 @@ fn schedule(c: &mut Criterion) {
 /// runs on one thread beside CD then CE, which bounds the 1 -> 2 thread speed-up at 1.5x.)
 fn schedule_par(c: &mut Criterion) {
     init_bevy_pool();
-    let mut group = group_config(c, "schedule_par");
+    let mut group = c.benchmark_group("schedule_par");
     let folio = || folio_world_with((folio_par_sys::ab, folio_par_sys::cd, folio_par_sys::ce));
     group.bench_function("folio", |b| {
         let (mut world, mut schedule) = folio();
@@ -406,7 +389,7 @@ impl AddEmpty for ShipyardSink {
 fn empty_systems(c: &mut Criterion) {
     init_bevy_pool();
     for n in [50, 1000] {
-        let mut group = group_config(c, &format!("empty_systems/{n}"));
+        let mut group = c.benchmark_group(format!("empty_systems/{n}"));
         group.bench_function("folio", |b| {
             let mut world = folio_schedule::World::new();
             let mut sink = FolioSink(folio_schedule::Schedule::new(), n);
@@ -446,155 +429,28 @@ fn empty_systems(c: &mut Criterion) {
 
 // ----- frame_churn -----
 
-fn folio_integrate(mut q: folio_schedule::Query<(&mut Position, &Velocity)>) {
-    for (mut p, v) in q.iter_mut() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-}
-
-fn folio_churn(
-    mut churn: folio_schedule::ResMut<Churn<folio_schedule::Entity>>,
-    mut commands: folio_schedule::Commands,
-) {
-    for _ in 0..churn::K {
-        let e = churn.pick();
-        commands.despawn(e);
-    }
-    for _ in 0..churn::K {
-        let i = churn.next_index();
-        let e = commands.spawn((pos(i), vel(i)));
-        churn.live.push(e);
-    }
-}
-
-fn folio_churn_exclusive(world: &mut folio_schedule::World) {
-    let mut churn = world.remove_resource::<Churn<folio_schedule::Entity>>().unwrap();
-    for _ in 0..churn::K {
-        let e = churn.pick();
-        world.despawn(e).unwrap();
-    }
-    for _ in 0..churn::K {
-        let i = churn.next_index();
-        churn.live.push(world.spawn((pos(i), vel(i))));
-    }
-    world.insert_resource(churn);
-}
-
-fn bevy_integrate(mut q: bevy_ecs::system::Query<(&mut Position, &Velocity)>) {
-    for (mut p, v) in q.iter_mut() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-}
-
-fn bevy_churn(
-    mut churn: bevy_ecs::system::ResMut<Churn<bevy_ecs::entity::Entity>>,
-    mut commands: bevy_ecs::system::Commands,
-) {
-    for _ in 0..churn::K {
-        let e = churn.pick();
-        commands.entity(e).despawn();
-    }
-    for _ in 0..churn::K {
-        let i = churn.next_index();
-        let e = commands.spawn((pos(i), vel(i))).id();
-        churn.live.push(e);
-    }
-}
-
-fn shipyard_integrate(mut p: shipyard::ViewMut<Position>, v: shipyard::View<Velocity>) {
-    use shipyard::IntoIter;
-    for (p, v) in (&mut p, &v).iter() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-}
-
-fn shipyard_churn(mut all: shipyard::AllStoragesViewMut) {
-    let mut churn = all.remove_unique::<Churn<shipyard::EntityId>>().unwrap();
-    for _ in 0..churn::K {
-        let e = churn.pick();
-        all.delete_entity(e);
-    }
-    for _ in 0..churn::K {
-        let i = churn.next_index();
-        churn.live.push(all.add_entity((pos(i), vel(i))));
-    }
-    all.add_unique(churn);
-}
-
-fn hecs_frame(world: &mut hecs::World, churn: &mut Churn<hecs::Entity>) {
-    for (p, v) in world.query_mut::<(&mut Position, &Velocity)>() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-    for _ in 0..churn::K {
-        let e = churn.pick();
-        world.despawn(e).unwrap();
-    }
-    for _ in 0..churn::K {
-        let i = churn.next_index();
-        churn.live.push(world.spawn((pos(i), vel(i))));
-    }
-}
-
 fn frame_churn(c: &mut Criterion) {
     init_bevy_pool();
-    let mut group = group_config(c, "frame_churn");
-    group.bench_function("folio", |b| {
-        let mut world = folio_schedule::World::new();
-        let live = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i))));
-        world.insert_resource(Churn::new(live));
-        let mut schedule = folio_schedule::Schedule::new();
-        schedule.add_systems((folio_integrate, folio_churn));
-        schedule.initialize(&mut world).unwrap();
-        b.iter(|| schedule.run(black_box(&mut world)).unwrap());
-        assert_eq!(world.len(), churn::N);
-    });
-    group.bench_function("folio_exclusive", |b| {
-        let mut world = folio_schedule::World::new();
-        let live = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i))));
-        world.insert_resource(Churn::new(live));
-        let mut schedule = folio_schedule::Schedule::new();
-        schedule.add_systems((folio_integrate, folio_churn_exclusive));
-        schedule.initialize(&mut world).unwrap();
-        b.iter(|| schedule.run(black_box(&mut world)).unwrap());
-        assert_eq!(world.len(), churn::N);
-    });
-    group.bench_function("bevy", |b| {
-        let mut world = bevy_ecs::world::World::new();
-        let live: Vec<_> = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
-        world.insert_resource(Churn::new(live));
-        let mut schedule = bevy_schedule();
-        schedule.add_systems((bevy_integrate, bevy_churn));
-        schedule.initialize(&mut world).unwrap();
-        b.iter(|| schedule.run(black_box(&mut world)));
-    });
-    group.bench_function("hecs", |b| {
-        let mut world = hecs::World::new();
-        let live: Vec<_> = world.spawn_batch((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
-        let mut churn = Churn::new(live);
-        b.iter(|| hecs_frame(black_box(&mut world), &mut churn));
-        assert_eq!(world.len() as usize, churn::N);
-    });
-    group.bench_function("shipyard", |b| {
-        let mut world = shipyard::World::new();
-        let live: Vec<_> = world.bulk_add_entity((0..churn::N).map(|i| (pos(i), vel(i)))).collect();
-        world.add_unique(Churn::new(live));
-        let (workload, _) = shipyard::Workload::new("churn")
-            .with_system(shipyard_integrate)
-            .with_system(shipyard_churn)
-            .build()
-            .unwrap();
-        b.iter(|| workload.run_with_world(black_box(&world)).unwrap());
-    });
+    let mut group = c.benchmark_group("frame_churn");
+    for form in Form::ALL {
+        for lib in Lib::ALL {
+            if !lib.has(form) {
+                continue;
+            }
+            let name = format!("{} ({})", lib.name(), form.name());
+            group.bench_function(name, |b| {
+                let mut frame = Frame::new(lib, form).expect("a form the library has");
+                frame.run(|step| b.iter(step));
+                assert_eq!(frame.len(), folio_benches::churn::N);
+            });
+        }
+    }
     group.finish();
 }
 
-criterion_group!(benches, schedule, schedule_par, empty_systems, frame_churn);
+criterion_group! {
+    name = benches;
+    config = folio_benches::criterion();
+    targets = schedule, schedule_par, empty_systems, frame_churn
+}
 criterion_main!(benches);

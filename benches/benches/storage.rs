@@ -2,14 +2,14 @@
 //!
 //! `insert_10m` runs `VirtualVec::new` (`OsPages`: 4 KiB pages, commits past 1 MiB prefaulted) next
 //! to `VirtualVec` with huge pages (`OsPagesWith::HUGE`), `VirtualVec` as it was before
-//! (`OsPagesWith::PLAIN`), `Vec::new` and `Vec::with_capacity`. (The `commit_step` group that chose `COMMIT_STEP_MAX` is gone: past
-//! the huge page threshold every commit is a whole huge page, so the step no longer matters there;
-//! its figures are kept in docs/PERFORMANCE.md.)
+//! (`OsPagesWith::PLAIN`), `Vec::new` and `Vec::with_capacity`.
 //!
 //! Every group takes 10 samples with short measurement times, so the whole file runs in a few
 //! minutes on a 2-core machine; the 10M groups use flat sampling (one iteration per sample),
 //! because a single iteration already takes a sizeable fraction of a second. Drops are never
-//! timed. `scripts/bench-table` turns the results into the table in `docs/PERFORMANCE.md`.
+//! timed. `scripts/bench-table` prints the results as markdown tables with the ratios that
+//! matter (the world-level `insert_10m` and `despawn_10m` of `scripts/perf-report` are measured
+//! by `world_report`).
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 
 use std::hint::black_box;

@@ -18,19 +18,29 @@
 //!   `add_remove_sparse_set`). shipyard stores everything in sparse sets, so its entry is the
 //!   same code as in `add_remove`; hecs has no sparse storage and is left out.
 //!
+//! - `lookup_100k`: 100,000 live entities with `Val(i64)`, spawned untimed; the timed routine
+//!   looks every one up by its id, in one seeded shuffled order (the same for every library), and
+//!   sums the values. folio through `QueryState::get` and `World::get`; bevy through
+//!   `World::get` and `Query::get` (a `Query` made once per pass from a `QueryState`); hecs
+//!   through `World::get`, `World::query_one` and `World::query_one_mut` (no borrow checks);
+//!   shipyard through `View::get` on one borrowed view per pass.
+//!
 //! The component types derive both bevy's and shipyard's `Component`; folio and hecs need no
-//! derive. Sample sizes and times are small, so the file runs in about a minute on 2 cores.
+//! derive. Sample sizes and times come from `folio_benches::criterion()` and the command line.
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 #![allow(dead_code)] // The components are payload: written by the benches, never read back.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use shipyard::{AddComponent, EntitiesViewMut, Remove, ViewMut};
+use folio_query::WorldQueryExt;
+use shipyard::{AddComponent, EntitiesViewMut, Get, Remove, View, ViewMut};
 
 /// Entities per workload.
 const N: usize = 10_000;
+
+/// Entities of `lookup_100k`.
+const LOOKUP: usize = 100_000;
 
 #[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
 struct Transform([[f32; 4]; 4]);
@@ -55,6 +65,10 @@ struct B(f32);
 #[component(storage = "SparseSet")]
 struct SparseB(f32);
 
+/// `lookup_100k`'s component.
+#[derive(Clone, Copy, bevy_ecs::component::Component, shipyard::Component)]
+struct Val(i64);
+
 fn identity() -> Transform {
     let mut m = [[0.0; 4]; 4];
     for (i, row) in m.iter_mut().enumerate() {
@@ -67,20 +81,8 @@ fn bundle() -> (Transform, Position, Rotation, Velocity) {
     (identity(), Position([1.0, 0.0, 0.0]), Rotation([0.0, 1.0, 0.0]), Velocity([0.0, 0.0, 1.0]))
 }
 
-fn group_config<'a>(
-    c: &'a mut Criterion,
-    name: &str,
-) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
-    let mut group = c.benchmark_group(name);
-    group
-        .sample_size(30)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    group
-}
-
 fn simple_insert(c: &mut Criterion) {
-    let mut group = group_config(c, "simple_insert");
+    let mut group = c.benchmark_group("simple_insert");
     group.bench_function("folio", |b| {
         b.iter(|| {
             let mut world = folio_archetype::World::new();
@@ -115,7 +117,7 @@ fn simple_insert(c: &mut Criterion) {
 }
 
 fn simple_insert_loop(c: &mut Criterion) {
-    let mut group = group_config(c, "simple_insert_loop");
+    let mut group = c.benchmark_group("simple_insert_loop");
     group.bench_function("folio", |b| {
         b.iter(|| {
             let mut world = folio_archetype::World::new();
@@ -186,7 +188,7 @@ fn add_remove_group<T>(
 ) where
     T: bevy_ecs::component::Component + shipyard::Component + Send + Sync + 'static,
 {
-    let mut group = group_config(c, name);
+    let mut group = c.benchmark_group(name);
     group.bench_function("folio", |b| {
         let mut world = folio_archetype::World::new();
         world.register_component::<T>(storage).unwrap();
@@ -251,5 +253,74 @@ fn add_remove_group<T>(
     group.finish();
 }
 
-criterion_group!(benches, simple_insert, simple_insert_loop, add_remove, add_remove_sparse);
+/// `ids` (a library's entities, in spawn order) in the seeded shuffled order of `lookup_100k`.
+fn lookup_order<E: Copy>(ids: &[E]) -> Vec<E> {
+    folio_benches::shuffled_ids(ids.len()).into_iter().map(|i| ids[i as usize]).collect()
+}
+
+fn lookup_100k(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lookup_100k");
+    let values = || (0..LOOKUP).map(|i| (Val(i as i64),));
+
+    let mut world = folio_archetype::World::new();
+    let ids = lookup_order(&world.spawn_batch(values()));
+    let mut query = world.query::<&Val>();
+    group.bench_function("folio (QueryState::get)", |b| {
+        b.iter(|| ids.iter().map(|&e| query.get(&world, e).unwrap().0).sum::<i64>())
+    });
+    group.bench_function("folio (World::get)", |b| {
+        b.iter(|| ids.iter().map(|&e| world.get::<Val>(e).unwrap().0).sum::<i64>())
+    });
+    drop(world);
+
+    let mut world = bevy_ecs::world::World::new();
+    let ids = lookup_order(&world.spawn_batch(values()).collect::<Vec<_>>());
+    let mut state = world.query::<&Val>();
+    group.bench_function("bevy (World::get)", |b| {
+        b.iter(|| ids.iter().map(|&e| world.get::<Val>(e).unwrap().0).sum::<i64>())
+    });
+    group.bench_function("bevy (Query::get)", |b| {
+        b.iter(|| {
+            let query = state.query(&world);
+            ids.iter().map(|&e| query.get(e).unwrap().0).sum::<i64>()
+        })
+    });
+    drop(world);
+
+    let mut world = hecs::World::new();
+    let ids = lookup_order(&world.spawn_batch(values()).collect::<Vec<_>>());
+    group.bench_function("hecs (World::get)", |b| {
+        b.iter(|| ids.iter().map(|&e| world.get::<&Val>(e).unwrap().0).sum::<i64>())
+    });
+    group.bench_function("hecs (query_one)", |b| {
+        b.iter(|| {
+            ids.iter()
+                .map(|&e| {
+                    let mut one = world.query_one::<&Val>(e);
+                    one.get().unwrap().0
+                })
+                .sum::<i64>()
+        })
+    });
+    group.bench_function("hecs (query_one_mut)", |b| {
+        b.iter(|| ids.iter().map(|&e| world.query_one_mut::<&Val>(e).unwrap().0).sum::<i64>())
+    });
+    drop(world);
+
+    let mut world = shipyard::World::new();
+    let ids = lookup_order(&world.bulk_add_entity(values()).collect::<Vec<_>>());
+    group.bench_function("shipyard (View::get)", |b| {
+        b.iter(|| {
+            let view = world.borrow::<View<Val>>().unwrap();
+            ids.iter().map(|&e| (&view).get(e).unwrap().0).sum::<i64>()
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = folio_benches::criterion();
+    targets = simple_insert, simple_insert_loop, add_remove, add_remove_sparse, lookup_100k
+}
 criterion_main!(benches);

@@ -4,15 +4,59 @@
 //! types and a seeded random source from here, so every run of every bench sees the same data.
 //! The random source is a hand-written SplitMix64: the benches need reproducible shuffles, not
 //! cryptographic quality, and it keeps the crate free of a `rand` dependency.
+//!
+//! `scripts/perf-report` runs the benches and the report binaries and writes
+//! docs/PERFORMANCE.md from their output.
 
-/// Number of elements of the `insert_10m` and `remove_10m` workloads.
+use std::sync::OnceLock;
+use std::time::Duration;
+
+pub mod churn;
+pub mod many;
+
+/// The criterion configuration of every bench file: 30 samples, 1 s of warm-up, 3 s of
+/// measurement, no plots. It is applied before the command line, so `cargo bench -- --sample-size
+/// 50 --measurement-time 5` (what `scripts/perf-report` passes) overrides it; a group that sets
+/// its own sizes would not be overridden, so the groups the report runs set none.
+pub fn criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(30)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .without_plots()
+}
+
+/// A rayon pool of `threads` (1 or 2) threads, built once per size and process.
+pub fn pool(threads: usize) -> &'static rayon::ThreadPool {
+    static POOLS: [OnceLock<rayon::ThreadPool>; 2] = [OnceLock::new(), OnceLock::new()];
+    assert!((1..=2).contains(&threads), "pools of 1 or 2 threads");
+    POOLS[threads - 1].get_or_init(|| {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a rayon pool")
+    })
+}
+
+/// bevy's compute task pool with `threads` threads, the size of the other libraries' rayon
+/// pools. bevy's multi-threaded executor and `par_iter_mut` run on it; it can be sized only
+/// once per process, so every caller asks for the same size.
+pub fn init_bevy_pool(threads: usize) {
+    let pool = bevy_tasks::ComputeTaskPool::get_or_init(|| {
+        bevy_tasks::TaskPoolBuilder::new().num_threads(threads).build()
+    });
+    assert_eq!(pool.thread_num(), threads, "bevy's compute pool was built with another size");
+}
+
+/// Number of elements of the storage benches' `insert_10m` and `remove_10m` and of the world's
+/// `insert_10m` and `despawn_10m`.
 pub const TEN_MILLION: usize = 10_000_000;
 
 /// The seed every shuffled order is drawn from, so all runs and all contenders see one order.
 pub const SEED: u64 = 0x5EED_F011_0000_0002;
 
-/// The 40-byte component of the storage workloads.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// The 40-byte component of the storage workloads and of the world's `insert_10m`,
+/// `despawn_10m` and `spawn_hitch`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, bevy_ecs::component::Component, shipyard::Component,
+)]
 #[repr(C)]
 pub struct Transform {
     /// Where it is.
@@ -157,66 +201,5 @@ mod tests {
             assert_eq!(v.remove(id), None);
         }
         assert!(v.is_empty());
-    }
-}
-
-/// The `frame_churn` workload (issue 5), shared by the criterion bench and the `churn_report`
-/// and `churn_phases` binaries so that all three measure the same frame: `N` entities with
-/// ([`Position`](churn::Position), [`Velocity`](churn::Velocity)); each frame integrates all,
-/// despawns `K` picked at random from the list of live entities and spawns `K` new.
-pub mod churn {
-    use crate::{SEED, SplitMix64};
-
-    /// Entities of the world.
-    pub const N: usize = 100_000;
-    /// Despawned and spawned per frame (1%).
-    pub const K: usize = N / 100;
-
-    /// Where an entity is.
-    #[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
-    pub struct Position(pub [f32; 3]);
-
-    /// How fast it moves.
-    #[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
-    pub struct Velocity(pub [f32; 3]);
-
-    /// The position of the `i`-th entity spawned.
-    pub fn pos(i: usize) -> Position {
-        Position([i as f32, 0.0, 0.0])
-    }
-
-    /// The velocity of the `i`-th entity spawned.
-    pub fn vel(i: usize) -> Velocity {
-        Velocity([1.0, (i % 7) as f32, 0.5])
-    }
-
-    /// The churn's state: the live entities (in the order they were spawned, with
-    /// `swap_remove` holes filled) and the seeded generator that picks which die, the same
-    /// list positions for every library.
-    #[derive(bevy_ecs::resource::Resource, shipyard::Unique)]
-    pub struct Churn<Id: Send + Sync + 'static> {
-        /// The live entities.
-        pub live: Vec<Id>,
-        rng: SplitMix64,
-        spawned: usize,
-    }
-
-    impl<Id: Send + Sync + Copy + 'static> Churn<Id> {
-        /// The state for a world whose live entities are `live`.
-        pub fn new(live: Vec<Id>) -> Self {
-            Self { spawned: live.len(), live, rng: SplitMix64::new(SEED) }
-        }
-
-        /// Picks one live entity at random and drops it from the list.
-        pub fn pick(&mut self) -> Id {
-            let i = self.rng.below(self.live.len() as u64) as usize;
-            self.live.swap_remove(i)
-        }
-
-        /// The index of the next new entity.
-        pub fn next_index(&mut self) -> usize {
-            self.spawned += 1;
-            self.spawned
-        }
     }
 }

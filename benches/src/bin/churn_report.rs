@@ -1,188 +1,48 @@
-//! Per-frame distribution of `frame_churn` (issue 5): 100,000 (Position, Velocity); each frame
-//! integrates all, despawns 1% picked at random from the list of live entities (one seeded
-//! SplitMix64 for every library, so all pick the same list positions) and spawns 1% new; 300
-//! frames. Each frame is timed on its own; the report gives the median and the p99 frame per
-//! library over all frames of all rounds, and the ratios the bars need.
+//! Per-frame distribution of `frame_churn`: 100,000 (Position, Velocity); each frame integrates
+//! all, despawns 1% picked at random from the list of live entities (one seeded SplitMix64 for
+//! every library, so all pick the same list positions) and spawns 1% new. Every library runs in
+//! each form it has (`folio_benches::churn`: `plain`, the world's per-entity API;
+//! `schedule_1thread` and `schedule_2threads`, a schedule of an `integrate` system and a churn
+//! system with `Commands`), each run in a world built untimed, for `--frames` frames (default
+//! 300), each frame timed on its own.
 //!
-//! - `folio`: a `Schedule` of `integrate` (`Query<(&mut Position, &Velocity)>`) and `churn`
-//!   (`ResMut<Churn>` + `Commands`), what a game writes; commands are applied at the end of
-//!   `Schedule::run`.
-//! - `folio_exclusive`: the same with `churn` as an exclusive `fn(&mut World)` system.
-//! - `bevy`: a `Schedule` (multi-threaded executor, compute pool of 2 threads) of the same two
-//!   systems with `Commands`.
-//! - `shipyard`: a workload of `integrate` and a churn system on `AllStoragesViewMut`.
-//! - `hecs`: plain loops (`query_mut`, `World::despawn`, `World::spawn`).
+//! The runs go one after the other, in an order rotated by one each round (`--rounds N`,
+//! default 3), so no library always runs first or after the same neighbour. The median and the
+//! p99 frame are taken over all frames of all rounds; each round's own median is kept too, so
+//! the spread between rounds shows how much of a figure is the machine.
 //!
-//! The libraries run one after the other, in a rotated order each round (`--rounds N`, default
-//! 3), each in a world built untimed. Each round also gives its own median frame per library;
-//! the spread of folio's per-round ratio to the fastest peer shows how much of a figure is the
-//! machine (on a shared VM it has moved by a third between rounds). Run with
-//! `cargo run --profile bench -p folio-benches --bin churn_report [-- --rounds N]`.
+//! Output: one JSON object per line on stdout, one per (library, form), for
+//! `scripts/perf-report`; a readable table on stderr. Run with
+//! `cargo run --profile bench -p folio-benches --bin churn_report [-- --rounds N] [--frames N]`.
 
-use std::hint::black_box;
 use std::time::Instant;
 
-use folio_benches::churn::{Churn, K, N, Position, Velocity, pos, vel};
+use folio_benches::churn::{Form, Frame, K, Lib, N};
 
-const FRAMES: usize = 300;
-
-fn folio_integrate(mut q: folio_schedule::Query<(&mut Position, &Velocity)>) {
-    for (mut p, v) in q.iter_mut() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |v| v.parse().unwrap_or_else(|_| panic!("{name} N")))
 }
 
-fn folio_churn(
-    mut churn: folio_schedule::ResMut<Churn<folio_schedule::Entity>>,
-    mut commands: folio_schedule::Commands,
-) {
-    for _ in 0..K {
-        let e = churn.pick();
-        commands.despawn(e);
-    }
-    for _ in 0..K {
-        let i = churn.next_index();
-        let e = commands.spawn((pos(i), vel(i)));
-        churn.live.push(e);
-    }
-}
-
-fn folio_churn_exclusive(world: &mut folio_schedule::World) {
-    let mut churn = world.remove_resource::<Churn<folio_schedule::Entity>>().unwrap();
-    for _ in 0..K {
-        let e = churn.pick();
-        world.despawn(e).unwrap();
-    }
-    for _ in 0..K {
-        let i = churn.next_index();
-        churn.live.push(world.spawn((pos(i), vel(i))));
-    }
-    world.insert_resource(churn);
-}
-
-fn bevy_integrate(mut q: bevy_ecs::system::Query<(&mut Position, &Velocity)>) {
-    for (mut p, v) in q.iter_mut() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-}
-
-fn bevy_churn(
-    mut churn: bevy_ecs::system::ResMut<Churn<bevy_ecs::entity::Entity>>,
-    mut commands: bevy_ecs::system::Commands,
-) {
-    for _ in 0..K {
-        let e = churn.pick();
-        commands.entity(e).despawn();
-    }
-    for _ in 0..K {
-        let i = churn.next_index();
-        let e = commands.spawn((pos(i), vel(i))).id();
-        churn.live.push(e);
-    }
-}
-
-fn shipyard_integrate(mut p: shipyard::ViewMut<Position>, v: shipyard::View<Velocity>) {
-    use shipyard::IntoIter;
-    for (p, v) in (&mut p, &v).iter() {
-        for k in 0..3 {
-            p.0[k] += v.0[k];
-        }
-    }
-}
-
-fn shipyard_churn(mut all: shipyard::AllStoragesViewMut) {
-    let mut churn = all.remove_unique::<Churn<shipyard::EntityId>>().unwrap();
-    for _ in 0..K {
-        let e = churn.pick();
-        all.delete_entity(e);
-    }
-    for _ in 0..K {
-        let i = churn.next_index();
-        churn.live.push(all.add_entity((pos(i), vel(i))));
-    }
-    all.add_unique(churn);
-}
-
-/// Times each of `FRAMES` calls of `frame`, in nanoseconds.
-fn time_frames(mut frame: impl FnMut()) -> Vec<u64> {
-    (0..FRAMES)
-        .map(|_| {
-            let t = Instant::now();
-            frame();
-            t.elapsed().as_nanos() as u64
-        })
-        .collect()
-}
-
-fn run_folio(exclusive: bool) -> Vec<u64> {
-    let mut world = folio_schedule::World::new();
-    let live = world.spawn_batch((0..N).map(|i| (pos(i), vel(i))));
-    world.insert_resource(Churn::new(live));
-    let mut schedule = folio_schedule::Schedule::new();
-    if exclusive {
-        schedule.add_systems((folio_integrate, folio_churn_exclusive));
-    } else {
-        schedule.add_systems((folio_integrate, folio_churn));
-    }
-    schedule.initialize(&mut world).unwrap();
-    let times = time_frames(|| schedule.run(black_box(&mut world)).unwrap());
-    assert_eq!(world.len(), N);
-    times
-}
-
-fn run_bevy() -> Vec<u64> {
-    let mut world = bevy_ecs::world::World::new();
-    let live: Vec<_> = world.spawn_batch((0..N).map(|i| (pos(i), vel(i)))).collect();
-    world.insert_resource(Churn::new(live));
-    let mut schedule = bevy_ecs::schedule::Schedule::default();
-    schedule.set_executor(bevy_ecs::schedule::MultiThreadedExecutor::new());
-    schedule.add_systems((bevy_integrate, bevy_churn));
-    schedule.initialize(&mut world).unwrap();
-    let times = time_frames(|| schedule.run(black_box(&mut world)));
-    assert_eq!(world.query::<&Position>().iter(&world).count(), N);
-    times
-}
-
-fn run_hecs() -> Vec<u64> {
-    let mut world = hecs::World::new();
-    let live: Vec<_> = world.spawn_batch((0..N).map(|i| (pos(i), vel(i)))).collect();
-    let mut churn = Churn::new(live);
-    let times = time_frames(|| {
-        let world = black_box(&mut world);
-        for (p, v) in world.query_mut::<(&mut Position, &Velocity)>() {
-            for k in 0..3 {
-                p.0[k] += v.0[k];
-            }
-        }
-        for _ in 0..K {
-            let e = churn.pick();
-            world.despawn(e).unwrap();
-        }
-        for _ in 0..K {
-            let i = churn.next_index();
-            churn.live.push(world.spawn((pos(i), vel(i))));
-        }
+/// Builds `lib`'s world in `form` and times each of `frames` frames, in nanoseconds.
+fn run(lib: Lib, form: Form, frames: usize) -> Vec<u64> {
+    let mut frame = Frame::new(lib, form).expect("a form the library has");
+    let times = frame.run(|step| {
+        (0..frames)
+            .map(|_| {
+                let t = Instant::now();
+                step();
+                t.elapsed().as_nanos() as u64
+            })
+            .collect()
     });
-    assert_eq!(world.len() as usize, N);
+    assert_eq!(frame.len(), N, "{} ({}) lost entities", lib.name(), form.name());
     times
 }
 
-fn run_shipyard() -> Vec<u64> {
-    let mut world = shipyard::World::new();
-    let live: Vec<_> = world.bulk_add_entity((0..N).map(|i| (pos(i), vel(i)))).collect();
-    world.add_unique(Churn::new(live));
-    let (workload, _) = shipyard::Workload::new("churn")
-        .with_system(shipyard_integrate)
-        .with_system(shipyard_churn)
-        .build()
-        .unwrap();
-    time_frames(|| workload.run_with_world(black_box(&world)).unwrap())
-}
-
+/// The `p`-quantile of `sorted` (nearest rank).
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i]
@@ -190,69 +50,59 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let rounds = args
+    let rounds = arg(&args, "--rounds", 3);
+    let frames = arg(&args, "--frames", 300);
+    folio_benches::init_bevy_pool(2);
+
+    let cases: Vec<(Lib, Form)> = Form::ALL
         .iter()
-        .position(|a| a == "--rounds")
-        .and_then(|i| args.get(i + 1))
-        .map_or(3, |r| r.parse().expect("--rounds N"));
-    bevy_tasks::ComputeTaskPool::get_or_init(|| {
-        bevy_tasks::TaskPoolBuilder::new().num_threads(2).build()
-    });
-    let names = ["folio", "folio_exclusive", "bevy", "hecs", "shipyard"];
-    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); names.len()];
-    // Per round, each library's median frame.
-    let mut round_medians: Vec<Vec<u64>> = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let mut medians = vec![0; names.len()];
-        for k in 0..names.len() {
-            let which = (k + round) % names.len();
-            let times = match names[which] {
-                "folio" => run_folio(false),
-                "folio_exclusive" => run_folio(true),
-                "bevy" => run_bevy(),
-                "hecs" => run_hecs(),
-                _ => run_shipyard(),
-            };
-            let mut sorted = times.clone();
-            sorted.sort_unstable();
-            medians[which] = percentile(&sorted, 0.5);
-            samples[which].extend(times);
-        }
-        round_medians.push(medians);
-    }
-    let stats: Vec<(u64, u64, u64)> = samples
-        .iter_mut()
-        .map(|s| {
-            s.sort_unstable();
-            (percentile(s, 0.5), percentile(s, 0.99), *s.last().unwrap())
-        })
+        .flat_map(|&form| Lib::ALL.iter().map(move |&lib| (lib, form)))
+        .filter(|&(lib, form)| lib.has(form))
         .collect();
-    let fastest_peer = stats[2..].iter().map(|s| s.0).min().unwrap();
-    println!(
-        "frame_churn: {N} entities, {K} despawned + {K} spawned per frame, {FRAMES} frames x \
-         {rounds} rounds\n"
+    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); cases.len()];
+    let mut round_medians: Vec<Vec<u64>> = vec![Vec::new(); cases.len()];
+    for round in 0..rounds {
+        for k in 0..cases.len() {
+            let which = (k + round) % cases.len();
+            let (lib, form) = cases[which];
+            let mut times = run(lib, form, frames);
+            samples[which].extend_from_slice(&times);
+            times.sort_unstable();
+            round_medians[which].push(percentile(&times, 0.5));
+        }
+        eprintln!("churn_report: round {} of {rounds} done", round + 1);
+    }
+
+    eprintln!(
+        "frame_churn: {N} entities, {K} despawned + {K} spawned per frame, {frames} frames x \
+         {rounds} rounds"
     );
-    println!(
-        "| library | median frame (ms) | p99 frame (ms) | max (ms) | p99 / median | median / fastest peer |"
+    eprintln!(
+        "{:<9} {:<18} {:>12} {:>12} {:>12}",
+        "library", "form", "median ms", "p99 ms", "p99/median"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    for (name, &(median, p99, max)) in names.iter().zip(&stats) {
-        println!(
-            "| {name} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} |",
+    for (i, &(lib, form)) in cases.iter().enumerate() {
+        let s = &mut samples[i];
+        s.sort_unstable();
+        let (median, p99, max) = (percentile(s, 0.5), percentile(s, 0.99), s[s.len() - 1]);
+        eprintln!(
+            "{:<9} {:<18} {:>12.3} {:>12.3} {:>12.2}",
+            lib.name(),
+            form.name(),
             median as f64 / 1e6,
             p99 as f64 / 1e6,
-            max as f64 / 1e6,
-            p99 as f64 / median as f64,
-            median as f64 / fastest_peer as f64
+            p99 as f64 / median as f64
         );
-    }
-    println!("\nPer round, median frame / the round's fastest peer median:\n");
-    println!("| round | {} |", names.join(" | "));
-    println!("| --- |{}", " ---: |".repeat(names.len()));
-    for (round, medians) in round_medians.iter().enumerate() {
-        let fastest = medians[2..].iter().copied().min().unwrap();
-        let ratios: Vec<String> =
-            medians.iter().map(|&m| format!("{:.2}", m as f64 / fastest as f64)).collect();
-        println!("| {round} | {} |", ratios.join(" | "));
+        let per_round: Vec<String> = round_medians[i].iter().map(u64::to_string).collect();
+        println!(
+            "{{\"workload\":\"frame_churn\",\"lib\":\"{}\",\"form\":\"{}\",\"threads\":{},\
+             \"entities\":{N},\"churn\":{K},\"frames\":{frames},\"rounds\":{rounds},\
+             \"median_ns\":{median},\"p99_ns\":{p99},\"max_ns\":{max},\
+             \"round_medians_ns\":[{}]}}",
+            lib.name(),
+            form.name(),
+            form.threads(),
+            per_round.join(",")
+        );
     }
 }

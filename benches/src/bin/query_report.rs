@@ -2,7 +2,7 @@
 //! that instruction counts can settle close calls on a noisy shared machine:
 //!
 //! ```text
-//! cargo build --release -p folio-benches --bin query_report
+//! cargo build --profile bench -p folio-benches --bin query_report
 //! for n in 0 200; do
 //!   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$n \
 //!     target/release/query_report simple_iter folio_each $n

@@ -24,7 +24,8 @@
 //! `--only TEXT` keeps the cases whose name contains `TEXT` (to count one case's system calls
 //! and faults under `perf stat`).
 //!
-//! Run: `cargo run --release -p folio-benches --bin seed_report [-- --rounds N] [--only TEXT]`.
+//! Run: `cargo run --profile bench -p folio-benches --bin seed_report [-- --rounds N]
+//! [--only TEXT]`.
 
 use std::fs;
 use std::hint::black_box;

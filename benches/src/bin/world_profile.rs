@@ -2,19 +2,19 @@
 //! and `valgrind --tool=callgrind` count the same work on every run (criterion's adaptive
 //! iteration counts would not), so instruction counts compare before and after a change.
 //!
-//! `cargo run --release -p folio-benches --bin world_profile -- <workload> [iterations]`, with
-//! workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component bundles),
-//! `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B` on
-//! 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set),
+//! `cargo run --profile bench -p folio-benches --bin world_profile -- <workload> [iterations]`,
+//! with workload one of `simple_insert` (fresh world + `spawn_batch` of 10,000 4-component
+//! bundles), `insert_loop` (the same with one `spawn` each), `add_remove` (insert then remove `B`
+//! on 10,000 entities with `A`), `add_remove_sparse` (the same with `B` in a sparse set),
 //! `add_remove_batch` and `add_remove_sparse_batch` (both with `insert_batch`/`remove_batch`),
-//! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then
-//! despawned in a seeded random order), `commands_spawn` and `commands_spawn_batch` (10,000
-//! `(Position, Velocity)` entities through a command buffer, one `spawn` command each or one
-//! `spawn_batch`, applied to a fresh world), `spawn_despawn` (`N` `(Position, Velocity)` spawned
-//! and despawned one at a time in one world) and its forms with component hooks:
-//! `spawn_despawn_hooked` (`Position` has an `on_add` and an `on_remove` hook that count in a
-//! resource) and `spawn_despawn_hooks_elsewhere` (the same hooks on a component these entities
-//! do not have: the cost of the hooked path for entities without hooks).
+//! `spawn_1m` (1,000,000 one-component spawns) and `despawn_1m` (1,000,000 spawned, then despawned
+//! in a seeded random order), `commands_spawn` and `commands_spawn_batch` (10,000 `(Position,
+//! Velocity)` entities through a command buffer, one `spawn` command each or one `spawn_batch`,
+//! applied to a fresh world), `spawn_despawn` (`N` `(Position, Velocity)` spawned and despawned one
+//! at a time in one world) and its forms with component hooks: `spawn_despawn_hooked` (`Position`
+//! has an `on_add` and an `on_remove` hook that count in a resource) and
+//! `spawn_despawn_hooks_elsewhere` (the same hooks on a component these entities do not have: the
+//! cost of the hooked path for entities without hooks).
 //!
 //! `--small-reserve` anywhere on the line gives each world 64 MiB reservations instead of the
 //! default (terabytes of address space), which valgrind cannot map:

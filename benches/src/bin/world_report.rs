@@ -1,16 +1,26 @@
-//! One-shot report of the world workloads criterion handles badly: `spawn_hitch`, `insert_10m`,
-//! `remove_10m` and `many_archetypes`, for folio's `World` side by side with bevy_ecs, hecs and
-//! shipyard (and a plain `Vec` where it is the floor).
+//! One-shot measurements of the world workloads criterion handles badly, for folio's `World`
+//! side by side with bevy_ecs, hecs and shipyard (and a plain `Vec` where it is the floor):
 //!
-//! Run with `cargo run --release -p folio-benches --bin world_report [-- --reps N]`.
+//! - `spawn_hitch`: 2,000,000 (Transform, Velocity) spawned one at a time, each spawn timed:
+//!   the slowest, p99.99, p99 and median spawn, and how many took over 1 ms.
+//! - `insert_10m`: 10,000,000 40-byte `Transform`s spawned one at a time, nothing reserved: the
+//!   time, and the memory above the 400 MB payload (resident-set growth from
+//!   `/proc/self/statm`, and the peak, `VmHWM` from `/proc/self/status`, minus the RSS before).
+//! - `despawn_10m`: the same world, then every entity despawned in one seeded random order (the
+//!   same entities in the same order for every library). folio three times: one
+//!   `World::despawn` at a time (`folio`, the peers' way), the whole shuffled list through
+//!   `World::despawn_batch` (`folio_batch`: a batch this large marks each table's rows and
+//!   sweeps the table once), and one at a time in a world whose columns take transparent huge
+//!   pages (`folio_huge`, `OsPagesWith::HUGE`: fewer TLB misses per random despawn).
+//! - `many_archetypes`: the build of `folio_benches::many`'s world (20,000 marker combinations
+//!   x 5 entities, each spawned with `Data` and given its markers one `insert` at a time): the
+//!   time, the archetypes made, and the live heap bytes per archetype.
 //!
 //! Every (workload, library) case runs in a fresh process: the binary re-executes itself as
-//! `world_report case <workload> <library>`, the child prints one line of `key=value` pairs and
-//! the parent turns them into markdown tables. So each library starts from a clean heap and a
-//! small RSS, and memory is measured the same way for all of them: resident-set growth read from
-//! `/proc/self/statm` before and after the workload (plus the peak, `VmHWM` from
-//! `/proc/self/status`, minus the RSS before). Each case runs `--reps` times (default 3) and the
-//! tables give the median over the runs (for the hitch, the median and the worst of the runs).
+//! `world_report case <workload> <library> <scale>`, so each library starts from a clean heap
+//! and a small RSS, and memory is measured the same way for all of them. Each case runs `--reps`
+//! times (default 3); the parent prints one JSON object per run on stdout (for
+//! `scripts/perf-report`, which takes the medians) and its progress on stderr.
 //!
 //! `many_archetypes` counts live heap bytes with a counting `#[global_allocator]` (a wrapper of
 //! `System`, switched on only in that workload's child process, so the other workloads pay
@@ -18,21 +28,15 @@
 //! counts; a column only moves into its own virtual reservation past that, and those committed
 //! pages are not heap, so they are added from `World::memory_stats` (tables whose reserved bytes
 //! exceed their committed bytes hold a reservation; their committed bytes are added whole, an
-//! upper bound that double-counts their heap columns). In this workload no table gets near
-//! 16 KiB, and the report prints that figure so it can be checked.
+//! upper bound). The output names that figure (`reservation_mb`) so it can be checked.
 //!
-//! Orders are drawn from a seeded SplitMix64 written inline, so every library despawns the same
-//! entities in the same order. `remove_10m` runs folio twice: one `World::despawn` at a time
-//! (`folio`, the peers' way) and the whole shuffled list through `World::despawn_batch`
-//! (`folio_batch`, what a game's buffered despawns get: a batch this large marks each table's
-//! rows and sweeps the table once), and one at a time again in a world whose columns and metas
-//! take transparent huge pages (`folio_huge`, `OsPagesWith::HUGE`: fewer TLB misses per random
-//! despawn); the bar is checked for each.
+//! Run with `cargo run --profile bench -p folio-benches --bin world_report -- [--reps N]
+//! [--only WORKLOAD] [--small]`; `--small` divides the 10,000,000 and 2,000,000 entities by 10
+//! (for checking the pipeline, not for figures).
 
 #![allow(dead_code)] // The components are payload: written, never read back.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
@@ -89,26 +93,10 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+use folio_benches::many;
+use folio_benches::{Transform, shuffled_ids};
+
 // ----- workload types -----
-
-/// The 40-byte transform of the seed workloads.
-#[derive(Clone, Copy, Debug, Default, bevy_ecs::component::Component, shipyard::Component)]
-#[repr(C)]
-struct Transform {
-    position: [f32; 3],
-    orientation: [f32; 4],
-    scale: [f32; 3],
-}
-
-const _: () = assert!(size_of::<Transform>() == 40);
-
-impl Transform {
-    #[inline]
-    fn from_index(i: usize) -> Self {
-        let f = i as f32;
-        Self { position: [f, f + 1.0, f + 2.0], orientation: [0.0, 0.0, 0.0, 1.0], scale: [1.0; 3] }
-    }
-}
 
 #[derive(Clone, Copy, Debug, Default, bevy_ecs::component::Component, shipyard::Component)]
 struct Velocity([f32; 3]);
@@ -120,125 +108,26 @@ impl Velocity {
     }
 }
 
-#[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
-struct Data(u64);
-
-macro_rules! markers {
-    ($($m:ident),*) => {
-        $(
-            #[derive(Clone, Copy, Debug, bevy_ecs::component::Component, shipyard::Component)]
-            struct $m;
-        )*
-    };
-}
-markers!(M0, M1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11, M12, M13, M14, M15);
-
-/// Runs `$body` with `$m` bound to the marker number `$bit`.
-macro_rules! with_marker {
-    ($bit:expr, |$m:ident| $body:expr) => {
-        match $bit {
-            0 => {
-                let $m = M0;
-                $body
-            }
-            1 => {
-                let $m = M1;
-                $body
-            }
-            2 => {
-                let $m = M2;
-                $body
-            }
-            3 => {
-                let $m = M3;
-                $body
-            }
-            4 => {
-                let $m = M4;
-                $body
-            }
-            5 => {
-                let $m = M5;
-                $body
-            }
-            6 => {
-                let $m = M6;
-                $body
-            }
-            7 => {
-                let $m = M7;
-                $body
-            }
-            8 => {
-                let $m = M8;
-                $body
-            }
-            9 => {
-                let $m = M9;
-                $body
-            }
-            10 => {
-                let $m = M10;
-                $body
-            }
-            11 => {
-                let $m = M11;
-                $body
-            }
-            12 => {
-                let $m = M12;
-                $body
-            }
-            13 => {
-                let $m = M13;
-                $body
-            }
-            14 => {
-                let $m = M14;
-                $body
-            }
-            15 => {
-                let $m = M15;
-                $body
-            }
-            _ => unreachable!(),
-        }
-    };
-}
-
 // ----- workload sizes -----
 
+/// Spawns of `spawn_hitch` at full size.
 const HITCH_N: usize = 2_000_000;
-const TEN_MILLION: usize = 10_000_000;
-const PAYLOAD_10M: usize = TEN_MILLION * size_of::<Transform>();
-const ARCH_COMBOS: u64 = 20_000;
-const ARCH_PER_COMBO: usize = 5;
-const SEED: u64 = 0x5EED_F011_0000_0002;
+/// Entities of `insert_10m` and `despawn_10m` at full size.
+const TEN_MILLION: usize = folio_benches::TEN_MILLION;
 
-const LIBS: [&str; 4] = ["folio", "bevy", "hecs", "shipyard"];
-const PEERS: [&str; 3] = ["bevy", "hecs", "shipyard"];
+/// The workloads and, for each, its contenders.
+const WORKLOADS: [(&str, &[&str]); 4] = [
+    ("spawn_hitch", &["vec", "folio", "bevy", "hecs", "shipyard"]),
+    ("insert_10m", &["vec", "folio", "bevy", "hecs", "shipyard"]),
+    ("despawn_10m", &["folio", "folio_batch", "folio_huge", "bevy", "hecs", "shipyard"]),
+    ("many_archetypes", &["folio", "bevy", "hecs", "shipyard"]),
+];
 
 // ----- helpers -----
 
-/// SplitMix64: a seeded, reproducible source for the shuffles.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Fisher–Yates shuffle.
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = (self.next_u64() % (i as u64 + 1)) as usize;
-            items.swap(i, j);
-        }
-    }
+/// `items` in the seeded shuffled order every library despawns in.
+fn shuffled<T: Copy>(items: Vec<T>) -> Vec<T> {
+    shuffled_ids(items.len()).into_iter().map(|i| items[i as usize]).collect()
 }
 
 fn page_size() -> usize {
@@ -288,38 +177,32 @@ fn time_each(n: usize, mut f: impl FnMut(usize)) -> Vec<u64> {
 
 type Out = Vec<(&'static str, f64)>;
 
-fn emit(out: Out) {
-    let line: Vec<String> = out.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    println!("{}", line.join(" "));
-}
-
 // ----- spawn_hitch -----
 
-fn case_hitch(lib: &str) -> Out {
+fn case_hitch(lib: &str, n: usize) -> Out {
     let t0 = Instant::now();
     let mut times = match lib {
         "vec" => {
             let mut v = Vec::new();
-            let t =
-                time_each(HITCH_N, |i| v.push((Transform::from_index(i), Velocity::from_index(i))));
+            let t = time_each(n, |i| v.push((Transform::from_index(i), Velocity::from_index(i))));
             black_box(&v);
             t
         }
         "folio" => {
             let mut w = folio_archetype::World::new();
-            time_each(HITCH_N, |i| {
+            time_each(n, |i| {
                 black_box(w.spawn((Transform::from_index(i), Velocity::from_index(i))));
             })
         }
         "bevy" => {
             let mut w = bevy_ecs::world::World::new();
-            time_each(HITCH_N, |i| {
+            time_each(n, |i| {
                 black_box(w.spawn((Transform::from_index(i), Velocity::from_index(i))).id());
             })
         }
         "hecs" => {
             let mut w = hecs::World::new();
-            time_each(HITCH_N, |i| {
+            time_each(n, |i| {
                 black_box(w.spawn((Transform::from_index(i), Velocity::from_index(i))));
             })
         }
@@ -327,7 +210,7 @@ fn case_hitch(lib: &str) -> Out {
             let w = shipyard::World::new();
             let (mut e, mut t, mut v) =
                 w.borrow::<(EntitiesViewMut, ViewMut<Transform>, ViewMut<Velocity>)>().unwrap();
-            time_each(HITCH_N, |i| {
+            time_each(n, |i| {
                 black_box(e.add_entity(
                     (&mut t, &mut v),
                     (Transform::from_index(i), Velocity::from_index(i)),
@@ -354,14 +237,15 @@ fn case_hitch(lib: &str) -> Out {
 
 // ----- insert_10m -----
 
-fn case_insert(lib: &str) -> Out {
+fn case_insert(lib: &str, n: usize) -> Out {
+    let payload = (n * size_of::<Transform>()) as f64;
     let mut extra = Vec::new();
     let (secs, before, after) = match lib {
         "vec" => {
             let mut v = Vec::new();
             let before = rss();
             let t0 = Instant::now();
-            for i in 0..TEN_MILLION {
+            for i in 0..n {
                 v.push(Transform::from_index(i));
             }
             let secs = t0.elapsed().as_secs_f64();
@@ -372,13 +256,13 @@ fn case_insert(lib: &str) -> Out {
             let mut w = folio_archetype::World::new();
             let before = rss();
             let t0 = Instant::now();
-            for i in 0..TEN_MILLION {
+            for i in 0..n {
                 black_box(w.spawn((Transform::from_index(i),)));
             }
             let secs = t0.elapsed().as_secs_f64();
             let after = rss();
             let stats = w.memory_stats();
-            extra.push(("committed_above_mb", (stats.committed as f64 - PAYLOAD_10M as f64) / 1e6));
+            extra.push(("committed_above_mb", (stats.committed as f64 - payload) / 1e6));
             extra.push(("reserved_gb", stats.reserved as f64 / 1e9));
             (secs, before, after)
         }
@@ -386,7 +270,7 @@ fn case_insert(lib: &str) -> Out {
             let mut w = bevy_ecs::world::World::new();
             let before = rss();
             let t0 = Instant::now();
-            for i in 0..TEN_MILLION {
+            for i in 0..n {
                 black_box(w.spawn((Transform::from_index(i),)).id());
             }
             (t0.elapsed().as_secs_f64(), before, rss())
@@ -395,7 +279,7 @@ fn case_insert(lib: &str) -> Out {
             let mut w = hecs::World::new();
             let before = rss();
             let t0 = Instant::now();
-            for i in 0..TEN_MILLION {
+            for i in 0..n {
                 black_box(w.spawn((Transform::from_index(i),)));
             }
             (t0.elapsed().as_secs_f64(), before, rss())
@@ -405,7 +289,7 @@ fn case_insert(lib: &str) -> Out {
             let (mut e, mut t) = w.borrow::<(EntitiesViewMut, ViewMut<Transform>)>().unwrap();
             let before = rss();
             let t0 = Instant::now();
-            for i in 0..TEN_MILLION {
+            for i in 0..n {
                 black_box(e.add_entity(&mut t, Transform::from_index(i)));
             }
             (t0.elapsed().as_secs_f64(), before, rss())
@@ -415,19 +299,14 @@ fn case_insert(lib: &str) -> Out {
     let peak = peak_rss();
     let mut out = vec![
         ("time_ms", secs * 1e3),
-        ("rss_above_mb", (after as f64 - before as f64 - PAYLOAD_10M as f64) / 1e6),
-        ("peak_above_mb", (peak as f64 - before as f64 - PAYLOAD_10M as f64) / 1e6),
+        ("rss_above_mb", (after as f64 - before as f64 - payload) / 1e6),
+        ("peak_above_mb", (peak as f64 - before as f64 - payload) / 1e6),
     ];
     out.extend(extra);
     out
 }
 
-// ----- remove_10m -----
-
-fn shuffled<T>(mut v: Vec<T>) -> Vec<T> {
-    SplitMix64(SEED).shuffle(&mut v);
-    v
-}
+// ----- despawn_10m -----
 
 /// A world whose columns and metas take transparent huge pages past 8 MiB
 /// (`OsPagesWith::HUGE`).
@@ -436,13 +315,13 @@ fn huge_world() -> folio_archetype::World {
     folio_archetype::World::with_storage(folio_storage::StorageConfig::new().with_source(source))
 }
 
-fn case_remove(lib: &str) -> Out {
+fn case_despawn(lib: &str, n: usize) -> Out {
     let secs = match lib {
         "folio" | "folio_huge" => {
             let mut w =
                 if lib == "folio_huge" { huge_world() } else { folio_archetype::World::new() };
-            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
-            let es = shuffled(es);
+            let es = (0..n).map(|i| w.spawn((Transform::from_index(i),))).collect();
+            let es: Vec<_> = shuffled(es);
             let t0 = Instant::now();
             for e in es {
                 w.despawn(e).unwrap();
@@ -453,18 +332,18 @@ fn case_remove(lib: &str) -> Out {
         }
         "folio_batch" => {
             let mut w = folio_archetype::World::new();
-            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
+            let es = (0..n).map(|i| w.spawn((Transform::from_index(i),))).collect();
             let es: Vec<_> = shuffled(es);
             let t0 = Instant::now();
-            assert_eq!(w.despawn_batch(es), TEN_MILLION);
+            assert_eq!(w.despawn_batch(es), n);
             let secs = t0.elapsed().as_secs_f64();
             assert!(w.is_empty());
             secs
         }
         "bevy" => {
             let mut w = bevy_ecs::world::World::new();
-            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),)).id()).collect();
-            let es = shuffled(es);
+            let es = (0..n).map(|i| w.spawn((Transform::from_index(i),)).id()).collect();
+            let es: Vec<_> = shuffled(es);
             let t0 = Instant::now();
             for e in es {
                 assert!(w.despawn(e));
@@ -473,8 +352,8 @@ fn case_remove(lib: &str) -> Out {
         }
         "hecs" => {
             let mut w = hecs::World::new();
-            let es = (0..TEN_MILLION).map(|i| w.spawn((Transform::from_index(i),))).collect();
-            let es = shuffled(es);
+            let es = (0..n).map(|i| w.spawn((Transform::from_index(i),))).collect();
+            let es: Vec<_> = shuffled(es);
             let t0 = Instant::now();
             for e in es {
                 w.despawn(e).unwrap();
@@ -485,9 +364,9 @@ fn case_remove(lib: &str) -> Out {
             let w = shipyard::World::new();
             let es = {
                 let (mut e, mut t) = w.borrow::<(EntitiesViewMut, ViewMut<Transform>)>().unwrap();
-                (0..TEN_MILLION).map(|i| e.add_entity(&mut t, Transform::from_index(i))).collect()
+                (0..n).map(|i| e.add_entity(&mut t, Transform::from_index(i))).collect()
             };
-            let es = shuffled(es);
+            let es: Vec<_> = shuffled(es);
             let mut all = w.borrow::<AllStoragesViewMut>().unwrap();
             let t0 = Instant::now();
             for e in es {
@@ -502,10 +381,6 @@ fn case_remove(lib: &str) -> Out {
 
 // ----- many_archetypes -----
 
-fn combo(k: u64) -> u64 {
-    (k * 40503) & 0xFFFF
-}
-
 fn case_arch(lib: &str) -> Out {
     let heap0 = LIVE.load(Ordering::Relaxed);
     let rss0 = rss();
@@ -514,69 +389,23 @@ fn case_arch(lib: &str) -> Out {
     // the world), the world boxed so it is measured before it drops.
     let (archetypes, reservation, world): (usize, usize, Box<dyn std::any::Any>) = match lib {
         "folio" => {
-            let mut w = folio_archetype::World::new();
-            for k in 1..=ARCH_COMBOS {
-                let c = combo(k);
-                for _ in 0..ARCH_PER_COMBO {
-                    let e = w.spawn((Data(k),));
-                    for bit in 0..16 {
-                        if c >> bit & 1 == 1 {
-                            with_marker!(bit, |m| w.insert(e, (m,)).unwrap());
-                        }
-                    }
-                }
-            }
+            let w = many::folio_world();
             let stats = w.memory_stats();
             let reservation: usize =
                 stats.tables.iter().filter(|t| t.reserved > t.committed).map(|t| t.committed).sum();
             (w.archetypes().len(), reservation, Box::new(w))
         }
         "bevy" => {
-            let mut w = bevy_ecs::world::World::new();
-            for k in 1..=ARCH_COMBOS {
-                let c = combo(k);
-                for _ in 0..ARCH_PER_COMBO {
-                    let mut e = w.spawn((Data(k),));
-                    for bit in 0..16 {
-                        if c >> bit & 1 == 1 {
-                            with_marker!(bit, |m| e.insert(m));
-                        }
-                    }
-                }
-            }
+            let w = many::bevy_world();
             (w.archetypes().len(), 0, Box::new(w))
         }
         "hecs" => {
-            let mut w = hecs::World::new();
-            for k in 1..=ARCH_COMBOS {
-                let c = combo(k);
-                for _ in 0..ARCH_PER_COMBO {
-                    let e = w.spawn((Data(k),));
-                    for bit in 0..16 {
-                        if c >> bit & 1 == 1 {
-                            with_marker!(bit, |m| w.insert_one(e, m).unwrap());
-                        }
-                    }
-                }
-            }
+            let w = many::hecs_world();
             let n = w.archetypes().len();
             (n, 0, Box::new(w))
         }
-        "shipyard" => {
-            let mut w = shipyard::World::new();
-            for k in 1..=ARCH_COMBOS {
-                let c = combo(k);
-                for _ in 0..ARCH_PER_COMBO {
-                    let e = w.add_entity((Data(k),));
-                    for bit in 0..16 {
-                        if c >> bit & 1 == 1 {
-                            with_marker!(bit, |m| w.add_component(e, (m,)));
-                        }
-                    }
-                }
-            }
-            (0, 0, Box::new(w))
-        }
+        // shipyard has no archetypes: one sparse set per component.
+        "shipyard" => (0, 0, Box::new(many::shipyard_world())),
         _ => panic!("unknown library {lib}"),
     };
     let secs = t0.elapsed().as_secs_f64();
@@ -590,18 +419,17 @@ fn case_arch(lib: &str) -> Out {
         ("heap_mb", heap / 1e6),
         ("reservation_mb", reservation as f64 / 1e6),
         ("rss_mb", rss_growth / 1e6),
-        ("bytes_per_archetype", if archetypes > 0 { total / archetypes as f64 } else { f64::NAN }),
-        ("bytes_per_combo", total / ARCH_COMBOS as f64),
+        ("bytes_per_archetype", if archetypes > 0 { total / archetypes as f64 } else { -1.0 }),
+        ("bytes_per_combo", total / many::COMBOS as f64),
     ]
 }
 
 // ----- the parent -----
 
-type Results = BTreeMap<String, f64>;
-
-fn run_case(workload: &str, lib: &str) -> Option<Results> {
+/// Runs one case in a fresh process; its `key=value` pairs, or `None` if it failed.
+fn run_case(workload: &str, lib: &str, scale: usize) -> Option<Vec<(String, String)>> {
     let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe).args(["case", workload, lib]).output().unwrap();
+    let out = Command::new(exe).args(["case", workload, lib, &scale.to_string()]).output().unwrap();
     if !out.status.success() {
         eprintln!(
             "case {workload} {lib} failed ({}): {}",
@@ -616,249 +444,60 @@ fn run_case(workload: &str, lib: &str) -> Option<Results> {
     Some(
         line.split_whitespace()
             .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     )
 }
 
-/// Runs the case `reps` times; returns, per key, all the values.
-fn run_reps(workload: &str, lib: &str, reps: usize) -> BTreeMap<String, Vec<f64>> {
-    let mut all: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for _ in 0..reps {
-        if let Some(r) = run_case(workload, lib) {
-            for (k, v) in r {
-                all.entry(k).or_default().push(v);
-            }
-        }
-    }
-    all
-}
-
-fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
-}
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::NAN, f64::max)
-}
-
-fn med(r: &BTreeMap<String, BTreeMap<String, Vec<f64>>>, lib: &str, key: &str) -> f64 {
-    r.get(lib).and_then(|m| m.get(key)).map_or(f64::NAN, |v| median(v))
-}
-
-fn worst(r: &BTreeMap<String, BTreeMap<String, Vec<f64>>>, lib: &str, key: &str) -> f64 {
-    r.get(lib).and_then(|m| m.get(key)).map_or(f64::NAN, |v| max(v))
-}
-
-/// The peer with the smallest median of `key`, and that median.
-fn best_peer(r: &BTreeMap<String, BTreeMap<String, Vec<f64>>>, key: &str) -> (&'static str, f64) {
-    PEERS
-        .iter()
-        .map(|&p| (p, med(r, p, key)))
-        .filter(|(_, v)| v.is_finite())
-        .min_by(|a, b| a.1.partial_cmp(&b.1).unwrap())
-        .unwrap_or(("none", f64::NAN))
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "**met**" } else { "**NOT met**" }
+fn arg<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("case") {
         let (workload, lib) = (args[2].as_str(), args[3].as_str());
+        let scale: usize = args[4].parse().expect("a scale divisor");
+        let (ten_m, hitch_n) = (TEN_MILLION / scale, HITCH_N / scale);
         let out = match workload {
-            "hitch" => case_hitch(lib),
-            "insert" => case_insert(lib),
-            "remove" => case_remove(lib),
-            "arch" => {
+            "spawn_hitch" => case_hitch(lib, hitch_n),
+            "insert_10m" => case_insert(lib, ten_m),
+            "despawn_10m" => case_despawn(lib, ten_m),
+            "many_archetypes" => {
                 COUNTING.store(true, Ordering::Relaxed);
                 case_arch(lib)
             }
             _ => panic!("unknown workload {workload}"),
         };
-        emit(out);
+        let line: Vec<String> = out.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{}", line.join(" "));
         return;
     }
-    let reps: usize = args
-        .iter()
-        .position(|a| a == "--reps")
-        .and_then(|i| args.get(i + 1))
-        .map_or(3, |s| s.parse().unwrap());
-
-    let mut all: BTreeMap<&str, BTreeMap<String, BTreeMap<String, Vec<f64>>>> = BTreeMap::new();
-    for (workload, libs) in [
-        ("hitch", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
-        ("insert", &["vec", "folio", "bevy", "hecs", "shipyard"][..]),
-        ("remove", &["folio", "folio_huge", "folio_batch", "bevy", "hecs", "shipyard"][..]),
-        ("arch", &LIBS[..]),
-    ] {
-        for &lib in libs {
-            eprintln!("running {workload} {lib} x{reps}");
-            all.entry(workload).or_default().insert(lib.to_string(), run_reps(workload, lib, reps));
+    let reps: usize = arg(&args, "--reps").map_or(3, |s| s.parse().expect("--reps N"));
+    let only = arg(&args, "--only");
+    let scale = if args.iter().any(|a| a == "--small") { 10 } else { 1 };
+    for (workload, libs) in WORKLOADS {
+        if only.is_some_and(|o| o != workload) {
+            continue;
+        }
+        let entities = match workload {
+            "spawn_hitch" => HITCH_N / scale,
+            "many_archetypes" => many::COMBOS as usize * many::PER_COMBO,
+            _ => TEN_MILLION / scale,
+        };
+        for rep in 0..reps {
+            // Rotate the order of the libraries each repetition.
+            for k in 0..libs.len() {
+                let lib = libs[(k + rep) % libs.len()];
+                let Some(values) = run_case(workload, lib, scale) else { continue };
+                let fields: Vec<String> =
+                    values.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                println!(
+                    "{{\"workload\":\"{workload}\",\"lib\":\"{lib}\",\"rep\":{rep},\
+                     \"entities\":{entities},{}}}",
+                    fields.join(",")
+                );
+            }
         }
     }
-
-    println!("# world_report ({reps} runs per case, each in a fresh process; medians)\n");
-
-    // spawn_hitch
-    let r = &all["hitch"];
-    println!("## spawn_hitch: 2,000,000 (Transform, Velocity) spawned one at a time\n");
-    println!(
-        "| contender | slowest spawn, median of runs (µs) | slowest, worst run (µs) | p99.99 (µs) | p99 (ns) | median (ns) | spawns > 1 ms (worst run) | sum of spawn times (ms) |"
-    );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for lib in ["vec", "folio", "bevy", "hecs", "shipyard"] {
-        let name = if lib == "vec" { "Vec::push (floor)" } else { lib };
-        println!(
-            "| {name} | {:.1} | {:.1} | {:.2} | {:.0} | {:.0} | {:.0} | {:.1} |",
-            med(r, lib, "max_ns") / 1e3,
-            worst(r, lib, "max_ns") / 1e3,
-            med(r, lib, "p9999_ns") / 1e3,
-            med(r, lib, "p99_ns"),
-            med(r, lib, "p50_ns"),
-            worst(r, lib, "over_1ms"),
-            med(r, lib, "sum_ms"),
-        );
-    }
-    let (bp, bmax) = best_peer(r, "max_ns");
-    let fmax = med(r, "folio", "max_ns");
-    let fworst = worst(r, "folio", "max_ns");
-    let vmax = med(r, "vec", "max_ns");
-    println!();
-    println!("- folio slowest / fastest peer's slowest ({bp}): {:.2}", fmax / bmax);
-    println!(
-        "- bar: no folio spawn over 1 ms (worst run's slowest {:.1} µs): {}",
-        fworst / 1e3,
-        verdict(fworst <= 1e6)
-    );
-    println!(
-        "- bar: folio's slowest ≤ 2x Vec's slowest: {:.1} µs / {:.1} µs = {:.2}x: {}",
-        fmax / 1e3,
-        vmax / 1e3,
-        fmax / vmax,
-        verdict(fmax <= 2.0 * vmax)
-    );
-    println!();
-
-    // insert_10m
-    let r = &all["insert"];
-    println!(
-        "## insert_10m: 10,000,000 40-byte Transforms spawned one at a time, bundle (Transform,)\n"
-    );
-    println!(
-        "| contender | time (ms) | / fastest peer | RSS growth above 400 MB payload (MB) | peak RSS above payload (MB) |"
-    );
-    println!("| --- | ---: | ---: | ---: | ---: |");
-    let (tp, tbest) = best_peer(r, "time_ms");
-    for lib in ["vec", "folio", "bevy", "hecs", "shipyard"] {
-        let name = if lib == "vec" { "Vec::push (reference)" } else { lib };
-        println!(
-            "| {name} | {:.0} | {:.2} | {:.1} | {:.1} |",
-            med(r, lib, "time_ms"),
-            med(r, lib, "time_ms") / tbest,
-            med(r, lib, "rss_above_mb"),
-            med(r, lib, "peak_above_mb"),
-        );
-    }
-    let (mp, mbest) = best_peer(r, "rss_above_mb");
-    let ft = med(r, "folio", "time_ms");
-    let fm = med(r, "folio", "rss_above_mb");
-    println!();
-    println!(
-        "- folio `memory_stats().committed - payload`: {:.2} MB (reserved address space {:.1} GB)",
-        med(r, "folio", "committed_above_mb"),
-        med(r, "folio", "reserved_gb")
-    );
-    println!(
-        "- bar: folio time ≤ 0.5x fastest peer ({tp}): {:.0} / {:.0} ms = {:.2}x: {}",
-        ft,
-        tbest,
-        ft / tbest,
-        verdict(ft <= 0.5 * tbest)
-    );
-    println!(
-        "- bar: folio memory above payload ≤ 0.7x leanest peer ({mp}): {:.1} / {:.1} MB = {:.2}x: {}",
-        fm,
-        mbest,
-        fm / mbest,
-        verdict(fm <= 0.7 * mbest)
-    );
-    println!();
-
-    // remove_10m
-    let r = &all["remove"];
-    println!("## remove_10m: 10,000,000 (Transform,) despawned in one seeded random order\n");
-    println!("| contender | time (ms) | / fastest peer |");
-    println!("| --- | ---: | ---: |");
-    let (rp, rbest) = best_peer(r, "time_ms");
-    for lib in ["folio", "folio_huge", "folio_batch", "bevy", "hecs", "shipyard"] {
-        let name = match lib {
-            "folio_batch" => "folio (`despawn_batch`)",
-            "folio_huge" => "folio (huge pages)",
-            _ => lib,
-        };
-        println!(
-            "| {name} | {:.0} | {:.2} |",
-            med(r, lib, "time_ms"),
-            med(r, lib, "time_ms") / rbest
-        );
-    }
-    println!();
-    for (lib, how) in [
-        ("folio", "one `despawn` at a time"),
-        ("folio_huge", "one `despawn` at a time, huge pages"),
-        ("folio_batch", "`despawn_batch`"),
-    ] {
-        let fr = med(r, lib, "time_ms");
-        println!(
-            "- bar: folio ({how}) ≤ 0.5x fastest peer ({rp}): {:.0} / {:.0} ms = {:.2}x: {}",
-            fr,
-            rbest,
-            fr / rbest,
-            verdict(fr <= 0.5 * rbest)
-        );
-    }
-    println!();
-
-    // many_archetypes
-    let r = &all["arch"];
-    println!(
-        "## many_archetypes: 20,000 marker combinations x 5 entities, built by spawn (Data,) + insert each marker\n"
-    );
-    println!(
-        "| contender | build (ms) | archetypes at the end | live heap growth (MB) | folio reservation commits (MB) | RSS growth (MB) | bytes per archetype | bytes per combination |"
-    );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for lib in LIBS {
-        println!(
-            "| {lib} | {:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |",
-            med(r, lib, "time_ms"),
-            med(r, lib, "archetypes"),
-            med(r, lib, "heap_mb"),
-            med(r, lib, "reservation_mb"),
-            med(r, lib, "rss_mb"),
-            med(r, lib, "bytes_per_archetype"),
-            med(r, lib, "bytes_per_combo"),
-        );
-    }
-    let fa = med(r, "folio", "bytes_per_archetype");
-    let ba = med(r, "bevy", "bytes_per_archetype");
-    let (ap, abest) = best_peer(r, "time_ms");
-    println!();
-    println!("- build time folio / fastest peer ({ap}): {:.2}", med(r, "folio", "time_ms") / abest);
-    println!(
-        "- bar: folio memory per near-empty archetype within 2x of bevy's: {:.0} / {:.0} B = {:.2}x: {}",
-        fa,
-        ba,
-        fa / ba,
-        verdict(fa <= 2.0 * ba)
-    );
 }
