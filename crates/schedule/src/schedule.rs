@@ -148,8 +148,8 @@ struct Plan {
 /// so it includes applying its systems' commands at the next sync point or at the end of the
 /// run: threads do not always pay. Waking a sleeping pool thread can cost tens of microseconds
 /// on a virtual machine, and commands applied after a run on the pool find the systems' writes
-/// in another core's cache (frame_churn on the 2-core Intel VM: 250 µs a frame on the pool,
-/// 220 µs on one thread). The way it runs is timed every run (a moving average, a new run
+/// in another core's cache (frame_churn on a 2-core machine has run about 15 % slower on the
+/// pool than on one thread). The way it runs is timed every run (a moving average, a new run
 /// weighing a quarter); every 64 runs it runs the other way for 4 runs, of which the last
 /// counts (the first pays for waking the pool's threads, which back-to-back runs on the pool
 /// do not). It changes ways only when the other was faster by a tenth, so where the two are
@@ -203,9 +203,8 @@ pub struct Schedule {
 /// tick must be clamped within 2^32 - [`MAX_CHANGE_AGE`](folio_query::MAX_CHANGE_AGE) = 2^30
 /// ticks of growing older than `MAX_CHANGE_AGE`, or it reads as new again; checking every
 /// 2^28 leaves three quarters of that margin to one run's own ticks. A check reads every
-/// stored tick once: 107 µs for 100,000 entities of two components (median of 50, measured
-/// once on the 2-core Intel VM; no bench keeps it); at 200 systems and 60 runs a second it
-/// comes about every six hours.
+/// stored tick once: about a microsecond per thousand entities of two components; at 200
+/// systems and 60 runs a second it comes about every six hours.
 pub const CHECK_TICKS_EVERY: u32 = 1 << 28;
 
 /// Whether a run that ends at tick `now` on `world` should clamp the world's stored ticks,
