@@ -214,9 +214,12 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// # Panics
     /// When the query's access conflicts with itself (`(&mut T, &T)`); [`Self::try_new`] returns
     /// that as an error.
+    #[track_caller]
     pub fn new(world: &World) -> Self {
-        Self::try_new(world)
-            .unwrap_or_else(|e| panic!("query {}: {e}", std::any::type_name::<(D, F)>()))
+        match Self::try_new(world) {
+            Ok(state) => state,
+            Err(e) => panic!("query {}: {e}", std::any::type_name::<(D, F)>()),
+        }
     }
 
     /// The query over `world`, or [`QueryError::Conflict`] if it would hand out a `&mut` to a
@@ -294,8 +297,11 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     ///
     /// # Panics
     /// When `world` is not the world the state was built for.
+    #[track_caller]
     pub fn update_archetypes(&mut self, world: &World) {
-        self.validate_world(world).unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = self.validate_world(world) {
+            panic!("{e}");
+        }
         let archetypes = world.archetypes();
         if archetypes.len() == self.archetype_generation {
             return;

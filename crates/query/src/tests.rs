@@ -241,6 +241,34 @@ fn a_state_idle_for_more_than_2_pow_32_ticks_still_sees_what_changed() {
 }
 
 #[test]
+fn misuse_panics_name_the_caller_s_line() {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+    let world = world();
+    let other = World::new();
+    let mut q = world.query::<&Pos>();
+    let previous = std::panic::take_hook();
+    // Other tests may panic meanwhile: only this test's messages are recorded.
+    std::panic::set_hook(Box::new(|info| {
+        let message = info.payload_as_str().unwrap_or_default();
+        if message.contains("another world") || message.contains("conflicting") {
+            let location = info.location().expect("a location");
+            SEEN.lock().unwrap().push((location.file().to_owned(), location.line()));
+        }
+    }));
+    let lines = [line!() + 1, line!() + 3];
+    let iter = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.iter(&other).count()));
+    let build = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.query::<(&mut Pos, &Pos)>().matches().mode()
+    }));
+    std::panic::set_hook(previous);
+    assert!(iter.is_err() && build.is_err());
+    let seen = SEEN.lock().unwrap().clone();
+    let expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
+    assert_eq!(seen, expected, "each panic points at the line that misused the query");
+}
+
+#[test]
 fn par_iter_mut_visits_every_entity_once() {
     let mut world = world();
     let mut n = 0u32;

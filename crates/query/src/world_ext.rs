@@ -12,12 +12,14 @@ pub trait WorldQueryExt {
     ///
     /// # Panics
     /// When `D` conflicts with itself (`(&mut T, &T)`); see [`WorldQueryExt::try_query`].
+    #[track_caller]
     fn query<D: QueryData>(&self) -> QueryState<D, ()>;
 
     /// A query for `D` over the entities that pass `F`.
     ///
     /// # Panics
     /// When the query conflicts with itself.
+    #[track_caller]
     fn query_filtered<D: QueryData, F: QueryFilter>(&self) -> QueryState<D, F>;
 
     /// A query for `D` filtered by `F`, or the conflict that makes it unusable.
@@ -25,10 +27,12 @@ pub trait WorldQueryExt {
 }
 
 impl WorldQueryExt for World {
+    #[track_caller]
     fn query<D: QueryData>(&self) -> QueryState<D, ()> {
         QueryState::new(self)
     }
 
+    #[track_caller]
     fn query_filtered<D: QueryData, F: QueryFilter>(&self) -> QueryState<D, F> {
         QueryState::new(self)
     }

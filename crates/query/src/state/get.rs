@@ -34,6 +34,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// `entity`'s items, read-only.
+    #[track_caller]
     pub fn get<'w>(
         &mut self,
         world: &'w World,
@@ -56,6 +57,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// `entity`'s items, mutably.
+    #[track_caller]
     pub fn get_mut<'w>(
         &mut self,
         world: &'w mut World,
@@ -106,6 +108,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// The read-only items of `N` entities at once (an entity may be named twice: the items
     /// only read); the first entity's error if one does not match. Not a run (ticks as for
     /// `get`).
+    #[track_caller]
     pub fn get_many<'w, const N: usize>(
         &mut self,
         world: &'w World,
@@ -147,6 +150,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
     /// The items of `N` distinct entities at once, mutably; [`QueryError::DuplicateEntity`] if
     /// one is named twice.
+    #[track_caller]
     pub fn get_many_mut<'w, const N: usize>(
         &mut self,
         world: &'w mut World,

@@ -14,6 +14,7 @@ use crate::par::QueryParIter;
 impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// The matching entities' items, read-only. Counts as a run of the query.
     #[inline(always)]
+    #[track_caller]
     pub fn iter<'w, 's>(&'s mut self, world: &'w World) -> QueryIter<'w, 's, D::ReadOnly, F> {
         self.update_archetypes(world);
         let (last_run, this_run) = self.begin_run(world);
@@ -33,6 +34,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// change the iterator, so a `for` loop reloaded its column pointers from the stack every
     /// row (100,000-row `(&mut Position, &Velocity)` loop: 197 -> 172 us).
     #[inline(always)]
+    #[track_caller]
     pub fn iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryIter<'w, 's, D, F> {
         self.update_archetypes(world);
         let (last_run, this_run) = self.begin_run_mut(world);
@@ -101,6 +103,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// Runs `f` on every matching entity's items, read-only. Counts as a run.
+    #[track_caller]
     pub fn for_each<'w>(
         &mut self,
         world: &'w World,
@@ -110,11 +113,13 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// Runs `f` on every matching entity's items, mutably. Counts as a run.
+    #[track_caller]
     pub fn for_each_mut<'w>(&mut self, world: &'w mut World, f: impl FnMut(D::Item<'w>)) {
         self.iter_mut(world).for_each(f);
     }
 
     /// A parallel iterator over the items, read-only. Counts as a run.
+    #[track_caller]
     pub fn par_iter<'w, 's>(
         &'s mut self,
         world: &'w World,
@@ -128,6 +133,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// A parallel iterator over the items, mutably. Counts as a run.
+    #[track_caller]
     pub fn par_iter_mut<'w, 's>(&'s mut self, world: &'w mut World) -> QueryParIter<'w, 's, D, F> {
         self.update_archetypes(world);
         let (last_run, this_run) = self.begin_run_mut(world);
@@ -157,6 +163,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// The read-only items of the entities `entities` yields, in its order, skipping those the
     /// query does not match (despawned, lacking a component, filtered out): for lists of
     /// entities kept in components. A lookup per entity; not a run (ticks as for `get`).
+    #[track_caller]
     pub fn iter_many<'w, 's, I: IntoIterator<Item = Entity>>(
         &'s mut self,
         world: &'w World,
@@ -189,6 +196,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// filtered out); an entity listed twice gets two calls. What `iter_many` is for a list
     /// whose items must be written: `f` gets each item for the length of its call. A look-up,
     /// not a run of the query, as `get_mut` is.
+    #[track_caller]
     pub fn for_each_many_mut<I: IntoIterator<Item = Entity>>(
         &mut self,
         world: &mut World,
@@ -225,6 +233,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// but not `[b, a]`): pairs for collisions or forces between bodies. A run of the query,
     /// as `iter` is. The entities are listed when it starts (their count `n`), and each
     /// combination is looked up as it is reached: `n` choose `K` of them, so mind `n`.
+    #[track_caller]
     pub fn iter_combinations<'w, 's, const K: usize>(
         &'s mut self,
         world: &'w World,
@@ -238,6 +247,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// Runs `f` on the mutable items of every `K` distinct matching entities, each set once,
     /// one set at a time (see [`Self::iter_combinations`]): `f` gets `[D::Item; K]` for the
     /// length of its call, so it can write both bodies of a pair.
+    #[track_caller]
     pub fn for_each_combination_mut<const K: usize>(
         &mut self,
         world: &mut World,
@@ -285,6 +295,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// The one matching entity's items; an error unless exactly one matches.
+    #[track_caller]
     pub fn single<'w>(
         &mut self,
         world: &'w World,
@@ -306,6 +317,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// The one matching entity's items, mutably; an error unless exactly one matches.
+    #[track_caller]
     pub fn single_mut<'w>(&mut self, world: &'w mut World) -> Result<D::Item<'w>, QueryError> {
         let world = &*world;
         self.update_archetypes(world);
@@ -325,6 +337,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     }
 
     /// Whether no entity matches (does not count as a run).
+    #[track_caller]
     pub fn is_empty(&mut self, world: &World) -> bool {
         self.update_archetypes(world);
         let (last_run, this_run) = self.peek_ticks(world);
@@ -345,6 +358,7 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
 
 impl<D: QueryData, F: ArchetypeFilter> QueryState<D, F> {
     /// How many entities match (known without iterating: the filter is archetypal).
+    #[track_caller]
     pub fn count(&mut self, world: &World) -> usize {
         self.update_archetypes(world);
         self.matches.entity_count(world)
