@@ -368,26 +368,32 @@ fn main() {
     world.insert_resource(Census::default());
     world.insert_resource(Score::default());
 
-    // One frame: count heads and spawn; steer, move and bounce ("physics"); rebuild the grid;
-    // fight, catch fire and burn ("combat"); find the dead and keep the score. Systems whose
-    // access does not overlap may run at the same time (`wander_spawners` beside `census`,
-    // `count_ignitions` beside the physics); four of them also split their own work with
-    // `par_iter_mut`. Commands are applied at the end of the frame, in this order.
+    // One frame: count heads and spawn; steer, move and bounce (`Phase::Physics`); rebuild the
+    // grid; fight, catch fire and burn (`Phase::Combat`); find the dead and keep the score.
+    // Systems whose access does not overlap may run at the same time (`wander_spawners` beside
+    // `census`, `count_ignitions` beside the physics); four of them also split their own work
+    // with `par_iter_mut`. Commands are applied at the end of the frame, in this order.
+    #[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
+    enum Phase {
+        Physics,
+        Combat,
+    }
+    impl SystemSet for Phase {}
     let mut schedule = Schedule::new();
     schedule
-        .configure_set("physics", SetConfig::new().after(census))
-        .configure_set("combat", SetConfig::new().after(rebuild_grid))
+        .configure_set(Phase::Physics, SetConfig::new().after(census))
+        .configure_set(Phase::Combat, SetConfig::new().after(rebuild_grid))
         .add_systems((
             census,
             spawn_agents.after(census).run_if(below_target),
             wander_spawners.run_if(every_120_frames),
-            (steer, movement, bounce_walls).chain().all_in_set("physics"),
-            rebuild_grid.after("physics"),
-            collide.in_set("combat"),
-            ignite.in_set("combat").run_if(pits_active),
-            burn.in_set("combat"),
+            (steer, movement, bounce_walls).chain().all_in_set(Phase::Physics),
+            rebuild_grid.after(Phase::Physics),
+            collide.in_set(Phase::Combat),
+            ignite.in_set(Phase::Combat).run_if(pits_active),
+            burn.in_set(Phase::Combat),
             count_ignitions,
-            check_deaths.after("combat"),
+            check_deaths.after(Phase::Combat),
             tally.after(check_deaths),
         ));
 

@@ -1,7 +1,7 @@
 //! parallel_schedule: how a `Schedule` orders systems and what it runs in parallel.
 //!
-//! Teaches explicit ordering (`before`, `after`, `chain`), named sets ordered as a whole with
-//! `configure_set`, run conditions on a system (`run_if`) and on a set, and the rule behind
+//! Teaches explicit ordering (`before`, `after`, `chain`), typed sets (`SystemSet`) ordered as a
+//! whole with `configure_set`, run conditions on a system (`run_if`) and on a set, and the rule behind
 //! parallelism: systems whose access does not conflict may run at the same time; conflicting
 //! ones run in the order they were added, so the result never depends on the thread count.
 //!
@@ -11,6 +11,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use folio::prelude::*;
+
+/// The stages of a frame. A set is a value of the game's own type, so a misspelled set is a
+/// compile error, not a silently misordered schedule.
+#[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
+enum Stage {
+    Input,
+    Logic,
+    Physics,
+    Debug,
+}
+impl SystemSet for Stage {}
 
 struct Position(f32);
 struct Velocity(f32);
@@ -94,15 +105,15 @@ fn main() {
 
     let mut schedule = Schedule::new();
     schedule
-        .configure_set("logic", SetConfig::new().after("input"))
-        .configure_set("physics", SetConfig::new().after("logic"))
-        .configure_set("debug", SetConfig::new().after("physics").run_if(debug_on))
+        .configure_set(Stage::Logic, SetConfig::new().after(Stage::Input))
+        .configure_set(Stage::Physics, SetConfig::new().after(Stage::Logic))
+        .configure_set(Stage::Debug, SetConfig::new().after(Stage::Physics).run_if(debug_on))
         // Added out of order on purpose: the sets put them right.
         .add_systems((
-            draw_debug.in_set("debug"),
-            (apply_intent, integrate).chain().all_in_set("physics"),
-            (player_control, ai_think).all_in_set("logic"),
-            read_input.in_set("input"),
+            draw_debug.in_set(Stage::Debug),
+            (apply_intent, integrate).chain().all_in_set(Stage::Physics),
+            (player_control, ai_think).all_in_set(Stage::Logic),
+            read_input.in_set(Stage::Input),
             autosave.after(integrate).run_if(every_third_frame),
         ));
 

@@ -1,7 +1,10 @@
 //! How systems are added: [`IntoSystemConfig`] (one system with its ordering, sets and run
 //! conditions) and [`IntoSystemConfigs`] (tuples of them, optionally chained).
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
+use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use crate::access::SystemAccess;
 use crate::commands::CommandStats;
@@ -10,27 +13,136 @@ use crate::param::EventUpdater;
 use crate::system::{BoxedCondition, BoxedSystem, FallibleSystem, IntoSystem, System};
 use folio_query::World;
 
+/// A system set: a group of systems ordered and gated together ([`IntoSystemConfig::in_set`],
+/// [`Schedule::configure_set`](crate::Schedule::configure_set)).
+///
+/// Sets are values of the game's own types, so a misspelled set does not compile:
+///
+/// ```
+/// use folio_schedule::prelude::*;
+///
+/// #[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
+/// enum GameSet {
+///     Physics,
+///     Render,
+/// }
+/// impl SystemSet for GameSet {}
+///
+/// fn step() {}
+/// fn draw() {}
+///
+/// let mut schedule = Schedule::new();
+/// schedule
+///     .add_systems((draw.in_set(GameSet::Render), step.in_set(GameSet::Physics)))
+///     .configure_set(GameSet::Render, SetConfig::new().after(GameSet::Physics));
+/// # let mut world = World::new();
+/// # assert_eq!(schedule.order(&mut world).unwrap().len(), 2);
+/// ```
+///
+/// Two sets are the same set when they are of the same type and equal (`==`); a set is shown
+/// (in errors) by its `Debug`. There is no blanket implementation, and strings are not sets.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a system set",
+    label = "not a `SystemSet`",
+    note = "sets are typed: give your own type (usually a fieldless enum) \
+            `#[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]` and `impl SystemSet for ... {{}}`; \
+            a string does not name a set"
+)]
+pub trait SystemSet: Debug + Hash + Eq + Clone + Send + Sync + 'static {}
+
+/// The object-safe side of [`SystemSet`], behind [`ErasedSet`].
+trait DynSet: Debug + Send + Sync + 'static {
+    fn as_any(&self) -> &dyn Any;
+    /// Equal to `other`: the same type, and `==`.
+    fn dyn_eq(&self, other: &dyn DynSet) -> bool;
+    fn dyn_hash(&self, state: &mut dyn Hasher);
+}
+
+impl<S: SystemSet> DynSet for S {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn dyn_eq(&self, other: &dyn DynSet) -> bool {
+        other.as_any().downcast_ref::<S>() == Some(self)
+    }
+
+    fn dyn_hash(&self, mut state: &mut dyn Hasher) {
+        TypeId::of::<S>().hash(&mut state);
+        self.hash(&mut state);
+    }
+}
+
+/// A [`SystemSet`] of any type: equal to another when both are of the same type and `==`,
+/// hashed by type and value, shown by the set's `Debug`. Cheap to clone.
+#[derive(Clone)]
+pub struct ErasedSet(Arc<dyn DynSet>);
+
+impl ErasedSet {
+    /// Erases `set`'s type.
+    pub fn new<S: SystemSet>(set: S) -> Self {
+        Self(Arc::new(set))
+    }
+
+    /// The set, if it is an `S`.
+    pub fn downcast_ref<S: SystemSet>(&self) -> Option<&S> {
+        self.0.as_any().downcast_ref()
+    }
+}
+
+impl<S: SystemSet> From<S> for ErasedSet {
+    fn from(set: S) -> Self {
+        Self::new(set)
+    }
+}
+
+impl PartialEq for ErasedSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.dyn_eq(&*other.0)
+    }
+}
+
+impl Eq for ErasedSet {}
+
+impl Hash for ErasedSet {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.dyn_hash(state);
+    }
+}
+
+impl Debug for ErasedSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        Debug::fmt(&*self.0, f)
+    }
+}
+
 /// What an ordering constraint points at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Label {
     /// Every system made from this function (or closure) type.
     System(TypeId, &'static str),
-    /// Every system in this named set.
-    Set(&'static str),
+    /// Every system in this set, directly or through a set nested in it.
+    Set(ErasedSet),
 }
 
-/// Turns something into a [`Label`]: a system function, or a set name.
+/// Turns something into a [`Label`]: a system function, or a [`SystemSet`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` names neither a system nor a system set",
+    label = "not a system or a `SystemSet`",
+    note = "`before`/`after` take a system function or a value of a type that implements \
+            `SystemSet`; a string does not name a set"
+)]
 pub trait IntoLabel<Marker> {
     /// The label.
     fn label(&self) -> Label;
 }
 
-/// Marks [`IntoLabel`] for set names.
+/// Marks [`IntoLabel`] for system sets.
 pub struct SetMarker;
 
-impl IntoLabel<SetMarker> for &'static str {
+impl<S: SystemSet> IntoLabel<SetMarker> for S {
     fn label(&self) -> Label {
-        Label::Set(self)
+        Label::Set(ErasedSet::new(self.clone()))
     }
 }
 
@@ -53,7 +165,7 @@ impl<F: IntoSystem<Result<(), E>, M> + 'static, E, M> IntoLabel<(FallibleMarker,
 pub struct SystemConfig {
     pub(crate) system: BoxedSystem,
     pub(crate) label: TypeId,
-    pub(crate) sets: Vec<&'static str>,
+    pub(crate) sets: Vec<ErasedSet>,
     pub(crate) before: Vec<Label>,
     pub(crate) after: Vec<Label>,
     pub(crate) conditions: Vec<BoxedCondition>,
@@ -98,10 +210,12 @@ pub trait IntoSystemConfig<Marker>: Sized {
         config
     }
 
-    /// Puts this system in the named set (see [`Schedule::configure_set`](crate::Schedule)).
-    fn in_set(self, set: &'static str) -> SystemConfig {
+    /// Puts this system in `set` (see
+    /// [`Schedule::configure_set`](crate::Schedule::configure_set)), and so in every set `set`
+    /// is nested in.
+    fn in_set(self, set: impl SystemSet) -> SystemConfig {
         let mut config = self.into_config();
-        config.sets.push(set);
+        config.sets.push(ErasedSet::new(set));
         config
     }
 
@@ -227,11 +341,12 @@ pub trait IntoSystemConfigs<Marker>: Sized {
         configs
     }
 
-    /// Puts every system of the list in the named set.
-    fn all_in_set(self, set: &'static str) -> SystemConfigs {
+    /// Puts every system of the list in `set`.
+    fn all_in_set(self, set: impl SystemSet) -> SystemConfigs {
+        let set = ErasedSet::new(set);
         let mut configs = self.into_configs();
         for config in &mut configs.0 {
-            config.sets.push(set);
+            config.sets.push(set.clone());
         }
         configs
     }
@@ -283,12 +398,14 @@ all_pairs!(tuple_configs;
     (S8, M8), (S9, M9), (S10, M10), (S11, M11), (S12, M12), (S13, M13), (S14, M14), (S15, M15)
 );
 
-/// The ordering and run conditions of a named set, applied to every system in it.
+/// The ordering, run conditions and parent sets of a [`SystemSet`], applied to every system
+/// in it (see [`Schedule::configure_set`](crate::Schedule::configure_set)).
 #[derive(Default)]
 pub struct SetConfig {
     pub(crate) before: Vec<Label>,
     pub(crate) after: Vec<Label>,
     pub(crate) conditions: Vec<BoxedCondition>,
+    pub(crate) parents: Vec<ErasedSet>,
 }
 
 impl SetConfig {
@@ -310,9 +427,18 @@ impl SetConfig {
     }
 
     /// The set's systems run only when `condition` says so; set conditions are evaluated once
-    /// per schedule run, before any system runs.
+    /// per schedule run, before any system runs, in the order the sets were first configured.
     pub fn run_if<M>(mut self, condition: impl IntoSystem<bool, M>) -> Self {
         self.conditions.push(Box::new(condition.into_system()));
+        self
+    }
+
+    /// Nests the set in `parent`: every system in the set is in `parent` too (and in every set
+    /// `parent` is nested in), so it follows `parent`'s ordering and run conditions. A cycle
+    /// of nesting (a set in itself, or `A` in `B` in `A`) is
+    /// [`ScheduleError::SetCycle`](crate::ScheduleError::SetCycle) when the schedule is built.
+    pub fn in_set(mut self, parent: impl SystemSet) -> Self {
+        self.parents.push(ErasedSet::new(parent));
         self
     }
 }

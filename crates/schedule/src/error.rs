@@ -19,6 +19,9 @@ pub enum ScheduleError {
     },
     /// The ordering constraints form a cycle through these systems.
     Cycle(Vec<String>),
+    /// Sets nested in one another in a cycle ([`SetConfig::in_set`](crate::SetConfig::in_set)):
+    /// these sets, shown by their `Debug`, the first repeated at the end.
+    SetCycle(Vec<String>),
     /// A system panicked; the other running systems finished first and the world is
     /// consistent.
     SystemPanicked {
@@ -68,6 +71,9 @@ impl fmt::Display for ScheduleError {
             ),
             Self::Cycle(systems) => {
                 write!(f, "the ordering constraints form a cycle: {}", systems.join(" -> "))
+            }
+            Self::SetCycle(sets) => {
+                write!(f, "the sets are nested in a cycle: {}", sets.join(" in "))
             }
             Self::SystemPanicked { system, message } => {
                 write!(f, "system `{system}` panicked: {message}")

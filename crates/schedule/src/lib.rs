@@ -4,7 +4,7 @@
 //! A system is any function (or closure) whose parameters are [`SystemParam`]s: [`Query`],
 //! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Local`], [`Commands`], [`EventReader`],
 //! [`EventWriter`], `&World`, up to 16 of them; `fn(&mut World)` is an exclusive system. A
-//! [`Schedule`] orders them: explicit `before`/`after`, named sets, run conditions (with the
+//! [`Schedule`] orders them: explicit `before`/`after`, typed (and nested) sets, run conditions (with the
 //! common ones ready: [`resource_changed`], [`run_once`], [`on_event`], ...), sync points,
 //! and, between systems whose access conflicts, the order they were added. It runs the rest in
 //! parallel, with a result that does not depend on the number of threads.
@@ -80,8 +80,8 @@ pub use condition::{
     resource_changed, resource_exists, resource_removed, run_once,
 };
 pub use config::{
-    ApplyDeferred, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig, SystemConfig,
-    SystemConfigs,
+    ApplyDeferred, ErasedSet, IntoLabel, IntoSystemConfig, IntoSystemConfigs, Label, SetConfig,
+    SystemConfig, SystemConfigs, SystemSet,
 };
 pub use error::ScheduleError;
 pub use event::{EventAging, EventCursor, EventReader, EventWriter, Events, age_all_events};
@@ -103,9 +103,9 @@ pub mod prelude {
         Added, ApplyDeferred, Changed, Commands, ComponentHooks, DeferredWorld, Entity, EventAging,
         EventReader, EventWriter, Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or,
         ParamSet, Query, QueryState, Ref, RemovedComponents, Res, ResMut, Schedule, SetConfig,
-        StorageType, With, Without, World, WorldQueryExt, age_all_events, and, any_with_component,
-        not, on_event, or, resource_added, resource_changed, resource_exists, resource_removed,
-        run_once, system_param,
+        StorageType, SystemSet, With, Without, World, WorldQueryExt, age_all_events, and,
+        any_with_component, not, on_event, or, resource_added, resource_changed, resource_exists,
+        resource_removed, run_once, system_param,
     };
 }
 

@@ -15,12 +15,11 @@ use std::any::TypeId;
 use std::cell::UnsafeCell;
 use std::time::Duration;
 
-use ahash::AHashMap;
 use folio_query::{World, WorldId};
 
 use crate::access::SystemAccess;
 use crate::commands::CommandStats;
-use crate::config::{IntoSystemConfigs, Label, SetConfig, SystemConfig};
+use crate::config::{ErasedSet, IntoSystemConfigs, Label, SetConfig, SystemConfig, SystemSet};
 use crate::error::ScheduleError;
 use crate::event::{EventAging, register_updater};
 use crate::param::EventUpdater;
@@ -39,7 +38,7 @@ struct Node {
     system: BoxedSystem,
     conditions: Vec<BoxedCondition>,
     label: TypeId,
-    sets: Vec<&'static str>,
+    sets: Vec<ErasedSet>,
     before: Vec<Label>,
     after: Vec<Label>,
     /// The node it was chained after, if any (a node, not a label: see
@@ -102,12 +101,15 @@ struct Plan {
     /// The nodes whose runs can fail without panicking (systems that return `Result`), in
     /// `order`: asked for their failure after every run. Empty for most schedules.
     fallible: Vec<usize>,
+    /// Per node, the configured sets (indices into [`Schedule`]'s `sets`) it is in, directly or
+    /// through nesting, ascending: its system runs only if every one of them allows it.
+    node_sets: Vec<Vec<usize>>,
 }
 
 /// A set of systems and the order they run in.
 ///
-/// Systems are added with [`Schedule::add_systems`] and ordered with `before`/`after`, named
-/// sets ([`Schedule::configure_set`]), run conditions and sync points
+/// Systems are added with [`Schedule::add_systems`] and ordered with `before`/`after`, typed
+/// sets ([`SystemSet`], [`Schedule::configure_set`], nested with [`SetConfig::in_set`]), run conditions and sync points
 /// ([`ApplyDeferred`](crate::ApplyDeferred)); [`Schedule::run`] runs each of them once. The
 /// sections below are what a run promises.
 ///
@@ -116,8 +118,14 @@ struct Plan {
 /// (directly or through sets), and an edge between every pair of *conflicting* systems (one
 /// writes what the other touches, or both may reserve entity ids: [`Commands`](crate::Commands)
 /// and `&World` systems), in the order they were added unless an explicit constraint already
-/// orders them. A cycle among the explicit constraints, or a label that names no system, is an
-/// error ([`ScheduleError::Cycle`], [`ScheduleError::UnknownLabel`]).
+/// orders them. A system in a set is in every set that set is nested in, and follows all their
+/// constraints. A cycle among the explicit constraints, a label that names no system, or sets
+/// nested in a cycle is an error ([`ScheduleError::Cycle`], [`ScheduleError::UnknownLabel`],
+/// [`ScheduleError::SetCycle`]).
+///
+/// Set run conditions run once per run, before any system, in the order the sets were first
+/// configured; a system runs only if every set it is in (through nesting too) and its own
+/// conditions allow it.
 ///
 /// # Determinism
 /// Systems that do not conflict commute, so running ready systems in any order on any number
@@ -179,7 +187,9 @@ struct Plan {
 /// aged, so an event lives two runs even across failures.
 pub struct Schedule {
     nodes: Vec<NodeCell>,
-    sets: AHashMap<&'static str, SetConfig>,
+    /// The configured sets, in the order each was first configured (the order their
+    /// conditions run in).
+    sets: Vec<(ErasedSet, SetConfig)>,
     plan: Option<Plan>,
     world: Option<WorldId>,
     /// The agers of the event types its systems use, sorted by type and deduplicated.
@@ -220,7 +230,7 @@ impl Default for Schedule {
     fn default() -> Self {
         Self {
             nodes: Vec::new(),
-            sets: AHashMap::default(),
+            sets: Vec::new(),
             plan: None,
             world: None,
             event_updaters: Vec::new(),
@@ -324,9 +334,24 @@ impl Schedule {
         Ok(self)
     }
 
-    /// Sets the ordering and run conditions of the named set.
-    pub fn configure_set(&mut self, set: &'static str, config: SetConfig) -> &mut Self {
-        self.sets.insert(set, config);
+    /// Sets the ordering, run conditions and parent sets of `set` (replacing an earlier
+    /// configuration of it).
+    ///
+    /// A system in `set` follows its `before`/`after` and its run conditions; so does every
+    /// system in a set nested in it ([`SetConfig::in_set`]), transitively. A configured set no
+    /// system is in (directly or through a nested set) is
+    /// [`ScheduleError::UnknownLabel`] when the schedule is built, as a nesting cycle is
+    /// [`ScheduleError::SetCycle`].
+    ///
+    /// Set conditions run once per run, before any system, in the order the sets were first
+    /// configured (not the order of their types or hashes), each condition of each set every
+    /// run, also when a parent set said no, so each keeps its own state current.
+    pub fn configure_set(&mut self, set: impl SystemSet, config: SetConfig) -> &mut Self {
+        let set = ErasedSet::new(set);
+        match self.sets.iter_mut().find(|(s, _)| *s == set) {
+            Some((_, old)) => *old = config,
+            None => self.sets.push((set, config)),
+        }
         self.plan = None;
         self.world = None;
         self
@@ -379,7 +404,7 @@ impl Schedule {
             }
             updaters.extend_from_slice(node.system.event_updaters());
         }
-        for config in self.sets.values_mut() {
+        for (_, config) in &mut self.sets {
             for condition in &mut config.conditions {
                 check_condition(condition.as_ref())?;
                 condition.initialize(world)?;
@@ -430,7 +455,7 @@ impl Schedule {
                 condition.check_change_tick(now);
             }
         }
-        for config in self.sets.values_mut() {
+        for (_, config) in &mut self.sets {
             for condition in &mut config.conditions {
                 condition.check_change_tick(now);
             }

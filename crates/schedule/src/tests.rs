@@ -17,6 +17,7 @@ mod failures;
 mod ordering;
 mod panics;
 mod queries;
+mod sets;
 mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,7 +1,7 @@
 //! Compile-fail tests at the schedule level: non-`Send`/non-`Sync` data is rejected where it
 //! would be shared with other threads (components, resources, `Local`s, closure systems), and
 //! nothing borrowed from the world (query items, `Res`, `Commands`, events) can outlive the
-//! system that got it.
+//! system that got it; and a system set is a typed `SystemSet`, never a string.
 //!
 //! Each `tests/ui/*.rs` must fail to compile with the error in its `.stderr` file (regenerate
 //! them with `TRYBUILD=overwrite cargo test -p folio-schedule --test compile_fail` after a

@@ -360,6 +360,9 @@ fn a_system_s_own_conditions_look_also_while_its_set_says_no() {
     // was seen while S said no, so `inc` must not run on it later.
     struct R1(u32);
     struct R2(u32);
+    #[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
+    struct S;
+    impl SystemSet for S {}
     for exclusive in [false, true] {
         let mut world = World::new();
         world.insert_resource(Runs::default());
@@ -370,14 +373,14 @@ fn a_system_s_own_conditions_look_also_while_its_set_says_no() {
             schedule.add_systems(
                 (|world: &mut World| world.resource_mut::<Runs>().unwrap().once += 1)
                     .run_if(resource_changed::<R2>)
-                    .in_set("S"),
+                    .in_set(S),
             );
         } else {
             schedule.add_systems(
-                (|mut r: ResMut<Runs>| r.once += 1).run_if(resource_changed::<R2>).in_set("S"),
+                (|mut r: ResMut<Runs>| r.once += 1).run_if(resource_changed::<R2>).in_set(S),
             );
         }
-        schedule.configure_set("S", SetConfig::new().run_if(resource_changed::<R1>));
+        schedule.configure_set(S, SetConfig::new().run_if(resource_changed::<R1>));
         // First run: both were just inserted, so both conditions say yes.
         schedule.run(&mut world).unwrap();
         assert_eq!(world.resource::<Runs>().unwrap().once, 1, "exclusive: {exclusive}");

@@ -4,31 +4,38 @@
 use ahash::AHashMap;
 
 use super::{Plan, Schedule, Segment, SegmentRuns};
-use crate::config::Label;
+use crate::config::{ErasedSet, Label};
 use crate::error::ScheduleError;
 
 impl Schedule {
     #[allow(clippy::needless_range_loop)] // `edges` is written at other indices in the loop
     pub(super) fn build_plan(&self) -> Result<Plan, ScheduleError> {
         let n = self.nodes.len();
+        let sets = SetGraph::new(self)?;
+        // Per node, every set it is in: its own and, transitively, their parents.
+        let memberships: Vec<Vec<usize>> =
+            (0..n).map(|i| sets.memberships(&self.node(i).sets)).collect();
         let matches = |label: &Label| -> Vec<usize> {
-            (0..n)
-                .filter(|&i| match label {
-                    Label::System(id, _) => self.node(i).label == *id,
-                    Label::Set(set) => self.node(i).sets.contains(set),
-                })
-                .collect()
+            match label {
+                Label::System(id, _) => (0..n).filter(|&i| self.node(i).label == *id).collect(),
+                Label::Set(set) => match sets.id(set) {
+                    Some(s) => {
+                        (0..n).filter(|&i| memberships[i].binary_search(&s).is_ok()).collect()
+                    }
+                    None => Vec::new(),
+                },
+            }
         };
         // A label that names nothing is a typo, not a constraint to drop silently.
         let mut labels: Vec<&Label> =
-            self.sets.values().flat_map(|c| c.before.iter().chain(&c.after)).collect();
+            self.sets.iter().flat_map(|(_, c)| c.before.iter().chain(&c.after)).collect();
         for i in 0..n {
             labels.extend(self.node(i).before.iter().chain(&self.node(i).after));
         }
-        for name in self.sets.keys() {
-            if matches(&Label::Set(name)).is_empty() {
+        for (set, _) in &self.sets {
+            if matches(&Label::Set(set.clone())).is_empty() {
                 return Err(ScheduleError::UnknownLabel(format!(
-                    "set `{name}` (configured, but no system is in it)"
+                    "set `{set:?}` (configured, but no system is in it)"
                 )));
             }
         }
@@ -38,7 +45,7 @@ impl Schedule {
                     Label::System(_, name) => {
                         format!("system `{}`", crate::param::short_type_name(name))
                     }
-                    Label::Set(set) => format!("set `{set}`"),
+                    Label::Set(set) => format!("set `{set:?}`"),
                 };
                 return Err(ScheduleError::UnknownLabel(what));
             }
@@ -47,7 +54,9 @@ impl Schedule {
         let mut edges = vec![Vec::new(); n];
         for i in 0..n {
             let node = self.node(i);
-            let set_configs = node.sets.iter().filter_map(|s| self.sets.get(s));
+            // Configured sets come first in `SetGraph`'s ids, at their index in `self.sets`.
+            let set_configs =
+                memberships[i].iter().filter_map(|&s| self.sets.get(s)).map(|(_, c)| c);
             let befores = node.before.iter().chain(set_configs.clone().flat_map(|c| &c.before));
             let afters = node.after.iter().chain(set_configs.flat_map(|c| &c.after));
             // A label that matches the node itself (`x.after(x)`, a set ordered after itself,
@@ -137,7 +146,92 @@ impl Schedule {
         }
         flush(&mut current, &mut segments);
         let fallible = order.iter().copied().filter(|&i| self.node(i).system.can_fail()).collect();
-        Ok(Plan { order, position, tick_offset, segments, fallible })
+        let node_sets = memberships
+            .into_iter()
+            .map(|mut m| {
+                m.retain(|&s| s < self.sets.len());
+                m
+            })
+            .collect();
+        Ok(Plan { order, position, tick_offset, segments, fallible, node_sets })
+    }
+}
+
+/// Every set the schedule mentions, numbered: the configured sets first, at their index in the
+/// schedule's `sets`, then the others as they are met (in systems' `in_set`s and sets'
+/// parents). Nesting is checked for cycles when it is built.
+struct SetGraph {
+    ids: AHashMap<ErasedSet, usize>,
+    /// Per set, the sets it is in, itself included, transitively; ascending.
+    ancestors: Vec<Vec<usize>>,
+}
+
+impl SetGraph {
+    fn new(schedule: &Schedule) -> Result<Self, ScheduleError> {
+        let mut ids: AHashMap<ErasedSet, usize> = AHashMap::default();
+        let mut names: Vec<ErasedSet> = Vec::new();
+        let mut intern = |set: &ErasedSet| -> usize {
+            *ids.entry(set.clone()).or_insert_with(|| {
+                names.push(set.clone());
+                names.len() - 1
+            })
+        };
+        for (set, _) in &schedule.sets {
+            intern(set);
+        }
+        // Child -> parent edges.
+        let mut parents: Vec<Vec<usize>> = Vec::new();
+        for (set, config) in &schedule.sets {
+            let child = intern(set);
+            let list: Vec<usize> = config.parents.iter().map(&mut intern).collect();
+            parents.resize(parents.len().max(child + 1), Vec::new());
+            parents[child].extend(list);
+        }
+        for i in 0..schedule.nodes.len() {
+            for set in &schedule.node(i).sets {
+                intern(set);
+            }
+        }
+        parents.resize(names.len(), Vec::new());
+        for list in &mut parents {
+            list.sort_unstable();
+            list.dedup();
+        }
+        if let Some(cycle) = find_cycle(&parents) {
+            return Err(ScheduleError::SetCycle(
+                cycle.iter().map(|&s| format!("{:?}", names[s])).collect(),
+            ));
+        }
+        let ancestors = (0..names.len())
+            .map(|s| {
+                let mut seen = vec![s];
+                let mut next = 0;
+                while let Some(&at) = seen.get(next) {
+                    next += 1;
+                    for &p in &parents[at] {
+                        if !seen.contains(&p) {
+                            seen.push(p);
+                        }
+                    }
+                }
+                seen.sort_unstable();
+                seen
+            })
+            .collect();
+        Ok(Self { ids, ancestors })
+    }
+
+    fn id(&self, set: &ErasedSet) -> Option<usize> {
+        self.ids.get(set).copied()
+    }
+
+    /// The sets a system in `sets` is in: theirs and their ancestors, ascending.
+    fn memberships(&self, sets: &[ErasedSet]) -> Vec<usize> {
+        let mut all: Vec<usize> =
+            sets.iter().flat_map(|s| &self.ancestors[self.ids[s]]).copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 }
 

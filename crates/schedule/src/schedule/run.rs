@@ -5,7 +5,6 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use ahash::AHashMap;
 use folio_query::World;
 
 use super::threshold::SegmentTiming;
@@ -20,12 +19,11 @@ impl Schedule {
         world: &mut World,
         plan: &mut Plan,
     ) -> Result<(), ScheduleError> {
-        // Set conditions, once per run, in name order (a fixed order: they may have effects).
-        let mut set_allowed: AHashMap<&'static str, bool> = AHashMap::default();
-        let mut names: Vec<&'static str> = self.sets.keys().copied().collect();
-        names.sort_unstable();
-        for name in names {
-            let config = self.sets.get_mut(name).expect("listed above");
+        // Set conditions, once per run, in the order the sets were first configured (a fixed
+        // order: they may have effects), every one of them every run.
+        let mut set_allowed: Vec<bool> = Vec::with_capacity(self.sets.len());
+        for s in 0..self.sets.len() {
+            let (set, config) = &mut self.sets[s];
             let mut allowed = true;
             for condition in &mut config.conditions {
                 let tick = world.increment_change_tick();
@@ -33,20 +31,20 @@ impl Schedule {
                 match ran {
                     Ok(ok) => allowed &= ok,
                     Err(payload) => {
+                        let system = format!("run condition of set `{set:?}`");
                         // No system runs; the events still age, as at the end of every run.
                         self.age_events(world);
                         return Err(ScheduleError::SystemPanicked {
-                            system: format!("run condition of set `{name}`"),
+                            system,
                             message: panic_message(payload),
                         });
                     }
                 }
             }
-            set_allowed.insert(name, allowed);
+            set_allowed.push(allowed);
         }
-        let allowed: Vec<bool> = (0..self.nodes.len())
-            .map(|i| self.node(i).sets.iter().all(|s| set_allowed.get(s).copied().unwrap_or(true)))
-            .collect();
+        let allowed: Vec<bool> =
+            plan.node_sets.iter().map(|sets| sets.iter().all(|&s| set_allowed[s])).collect();
         let mut applied_upto = 0;
         let mut failure: Option<(usize, String)> = None;
         // A command that panicked at a sync point: the systems after it do not run.

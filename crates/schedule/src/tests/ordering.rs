@@ -5,6 +5,24 @@
 use super::*;
 use crate::{ScheduleError, SystemAccess};
 
+/// The sets of the tests below.
+#[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
+enum Set {
+    Early,
+    Late,
+    Physics,
+    /// In no system: a label that names nothing.
+    Render,
+    Ghost,
+    Nowhere,
+    Alone,
+    A,
+    C,
+    S,
+    Gated,
+}
+impl SystemSet for Set {}
+
 #[test]
 #[cfg_attr(miri, ignore = "timing: miri's thread scheduler need not overlap the sleeps")]
 fn independent_systems_overlap_when_given_work() {
@@ -92,8 +110,8 @@ fn explicit_order_overrides_insertion_order() {
     assert_eq!(world.resource::<Log>().unwrap().0, ["third", "first", "second"]);
 
     let mut sets = Schedule::new();
-    sets.add_systems((third.in_set("late"), first.in_set("early"), second));
-    sets.configure_set("late", SetConfig::new().after("early").after(second));
+    sets.add_systems((third.in_set(Set::Late), first.in_set(Set::Early), second));
+    sets.configure_set(Set::Late, SetConfig::new().after(Set::Early).after(second));
     world.resource_mut::<Log>().unwrap().0.clear();
     sets.run(&mut world).unwrap();
     assert_eq!(world.resource::<Log>().unwrap().0, ["first", "second", "third"]);
@@ -104,15 +122,15 @@ fn a_label_that_names_nothing_is_an_error() {
     let mut world = World::new();
     world.insert_resource(Log::default());
     let mut typo = Schedule::new();
-    typo.add_systems((first.in_set("physics"), second.after("phyiscs")));
+    typo.add_systems((first.in_set(Set::Physics), second.after(Set::Render)));
     let err = typo.run(&mut world).unwrap_err();
-    assert!(matches!(err, ScheduleError::UnknownLabel(_)) && err.to_string().contains("phyiscs"));
+    assert!(matches!(err, ScheduleError::UnknownLabel(_)) && err.to_string().contains("Render"));
     let mut missing = Schedule::new();
     missing.add_systems(second.after(third));
     assert!(missing.run(&mut world).unwrap_err().to_string().contains("third"));
     let mut ghost = Schedule::new();
     ghost.add_systems(first);
-    ghost.configure_set("ghost", SetConfig::new().after("nowhere"));
+    ghost.configure_set(Set::Ghost, SetConfig::new().after(Set::Nowhere));
     assert!(matches!(ghost.run(&mut world), Err(ScheduleError::UnknownLabel(_))));
     assert!(world.resource::<Log>().unwrap().0.is_empty());
     fn world_then_resmut(_: &World, _: ResMut<Log>) {}
@@ -149,17 +167,17 @@ fn self_ordering_is_a_cycle() {
     cycle_of(schedule, &mut world);
     // A one-member set ordered after itself.
     let mut schedule = Schedule::new();
-    schedule.add_systems(first.in_set("alone"));
-    schedule.configure_set("alone", SetConfig::new().after("alone"));
+    schedule.add_systems(first.in_set(Set::Alone));
+    schedule.configure_set(Set::Alone, SetConfig::new().after(Set::Alone));
     cycle_of(schedule, &mut world);
     // A system in two sets, one ordered before the other.
     let mut schedule = Schedule::new();
-    schedule.add_systems((first.in_set("a").in_set("c"), second.in_set("c")));
-    schedule.configure_set("a", SetConfig::new().before("c"));
+    schedule.add_systems((first.in_set(Set::A).in_set(Set::C), second.in_set(Set::C)));
+    schedule.configure_set(Set::A, SetConfig::new().before(Set::C));
     cycle_of(schedule, &mut world);
     // A system ordered before a set it is in.
     let mut schedule = Schedule::new();
-    schedule.add_systems((first.in_set("s").before("s"), second.in_set("s")));
+    schedule.add_systems((first.in_set(Set::S).before(Set::S), second.in_set(Set::S)));
     cycle_of(schedule, &mut world);
     assert!(world.resource::<Log>().unwrap().0.is_empty(), "nothing ran");
 }
@@ -175,8 +193,8 @@ fn run_conditions_gate_systems_and_sets() {
     world.insert_resource(Log::default());
     world.insert_resource(Enabled(false));
     let mut schedule = Schedule::new();
-    schedule.add_systems((first.run_if(enabled), second.in_set("gated"), third));
-    schedule.configure_set("gated", SetConfig::new().run_if(|e: Res<Enabled>| e.0));
+    schedule.add_systems((first.run_if(enabled), second.in_set(Set::Gated), third));
+    schedule.configure_set(Set::Gated, SetConfig::new().run_if(|e: Res<Enabled>| e.0));
     schedule.run(&mut world).unwrap();
     assert_eq!(world.resource::<Log>().unwrap().0, ["third"]);
     world.resource_mut::<Enabled>().unwrap().0 = true;
@@ -199,8 +217,8 @@ fn run_conditions_must_only_read() {
     assert!(matches!(err, ScheduleError::ConditionNotReadOnly { .. }), "{err}");
     assert!(err.to_string().contains("spawns"), "{err}");
     assert!(schedule.try_add_systems(first.run_if(writes)).is_err());
-    schedule.configure_set("s", SetConfig::new().run_if(writes));
-    schedule.add_systems(first.in_set("s"));
+    schedule.configure_set(Set::S, SetConfig::new().run_if(writes));
+    schedule.add_systems(first.in_set(Set::S));
     let mut world = World::new();
     world.insert_resource(Log::default());
     world.insert_resource(0u32);
@@ -210,8 +228,8 @@ fn run_conditions_must_only_read() {
 #[test]
 fn a_panicking_set_condition_is_an_error_not_an_unwind() {
     let mut schedule = Schedule::new();
-    schedule.add_systems(first.in_set("s"));
-    schedule.configure_set("s", SetConfig::new().run_if(|| -> bool { panic!("no") }));
+    schedule.add_systems(first.in_set(Set::S));
+    schedule.configure_set(Set::S, SetConfig::new().run_if(|| -> bool { panic!("no") }));
     let mut world = World::new();
     world.insert_resource(Log::default());
     let err = schedule.run(&mut world).unwrap_err();
