@@ -14,9 +14,11 @@ mod change_ticks;
 mod deferred;
 mod events;
 mod failures;
+mod one_shot;
 mod ordering;
 mod panics;
 mod queries;
+mod single;
 mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
