@@ -22,6 +22,9 @@ pub struct SystemAccess {
     /// Reserves entity ids (`Commands`): two systems that may reserve ids (this, or
     /// `world_read`) keep their order, so ids are handed out deterministically.
     pub reserves_entities: bool,
+    /// Per parameter added so far, its name and its own access (a `ParamSet` has one entry per
+    /// member): what a conflict message names as the other side.
+    pub params: Vec<(String, SystemAccess)>,
 }
 
 impl SystemAccess {
@@ -101,58 +104,45 @@ impl SystemAccess {
         param: String,
     ) -> Result<(), ScheduleError> {
         for part in parts {
-            if let Some((first, on)) = self.conflict_with_param(part) {
-                return Err(ScheduleError::ConflictingParams {
-                    system: system.to_owned(),
-                    first,
-                    second: param,
-                    on,
-                });
+            for (first, mine) in &self.params {
+                if let Some(on) = mine.conflict_on(part) {
+                    return Err(ScheduleError::ConflictingParams {
+                        system: system.to_owned(),
+                        first: first.clone(),
+                        second: param,
+                        on,
+                    });
+                }
             }
         }
         for part in parts {
             self.extend(part);
+            let own = SystemAccess { params: Vec::new(), ..part.clone() };
+            self.params.push((param.clone(), own));
         }
         Ok(())
     }
 
-    /// The first of this system's parameters that another parameter with access `other` would
-    /// alias, and what on; `None` if they can be used side by side.
-    fn conflict_with_param(&self, other: &SystemAccess) -> Option<(String, &'static str)> {
+    /// What two parameters' accesses (this one and `other`) would alias: a component, a
+    /// resource, or the world; `None` if they can be used side by side.
+    fn conflict_on(&self, other: &SystemAccess) -> Option<&'static str> {
         for (access, _) in &other.queries {
-            for (mine, name) in &self.queries {
+            for (mine, _) in &self.queries {
                 if let Some(key) = access.conflict(mine) {
-                    return Some((name.clone(), key.name));
+                    return Some(key.name);
                 }
             }
-            if self.world_read && !access.writes.is_empty() {
-                return Some(("&World".to_owned(), "the world"));
-            }
         }
-        if other.world_read && self.writes_anything() {
-            return Some(("a writing parameter".to_owned(), "the world"));
+        if (self.world_read && other.writes_anything())
+            || (other.world_read && self.writes_anything())
+        {
+            return Some("the world");
         }
-        let other_user = |key: &TypeKey| {
-            if self.world_read {
-                "&World".to_owned()
-            } else {
-                format!("another parameter using {}", crate::param::short_type_name(key.name))
-            }
-        };
-        for key in other.resource_writes.iter() {
-            if self.world_read
-                || self.resource_writes.contains(key.id)
-                || self.resource_reads.contains(key.id)
-            {
-                return Some((other_user(key), key.name));
-            }
-        }
-        for key in other.resource_reads.iter() {
-            if self.resource_writes.contains(key.id) {
-                return Some((other_user(key), key.name));
-            }
-        }
-        None
+        self.resource_writes
+            .first_common(&other.resource_writes)
+            .or_else(|| self.resource_writes.first_common(&other.resource_reads))
+            .or_else(|| self.resource_reads.first_common(&other.resource_writes))
+            .map(|key| key.name)
     }
 
     /// Whether the system writes anything at all.

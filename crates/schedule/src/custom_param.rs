@@ -75,6 +75,8 @@ macro_rules! system_param {
 
                 const GIVES_WORLD: bool =
                     <Fields<'static, 'static> as $crate::SystemParam>::GIVES_WORLD;
+                const VALIDATES: bool =
+                    <Fields<'static, 'static> as $crate::SystemParam>::VALIDATES;
 
                 fn access(meta: &mut $crate::SystemMeta) -> ::core::result::Result<(), $crate::ScheduleError> {
                     <Fields<'static, 'static> as $crate::SystemParam>::access(meta)
@@ -89,6 +91,20 @@ macro_rules! system_param {
 
                 fn update(state: &mut Self::State, world: &$crate::World) {
                     <Fields<'static, 'static> as $crate::SystemParam>::update(state, world);
+                }
+
+                unsafe fn validate_param(
+                    state: &Self::State,
+                    meta: &$crate::SystemMeta,
+                    world: &$crate::World,
+                    this_run: u32,
+                ) -> ::core::result::Result<(), $crate::ParamInvalid> {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        <Fields<'static, 'static> as $crate::SystemParam>::validate_param(
+                            state, meta, world, this_run,
+                        )
+                    }
                 }
 
                 unsafe fn get_param<'w, 's>(

@@ -14,7 +14,7 @@ pub enum ScheduleError {
         first: String,
         /// The other.
         second: String,
-        /// The component or resource both touch.
+        /// The component or resource both touch (its type name), or "the world".
         on: &'static str,
     },
     /// The ordering constraints form a cycle through these systems.
@@ -50,6 +50,34 @@ pub enum ScheduleError {
         /// The condition.
         condition: String,
     },
+    /// A system run on its own ([`System::run`](crate::System::run),
+    /// [`RunSystemOnce::run_system_once`](crate::RunSystemOnce::run_system_once),
+    /// [`RunSystemOnce::run_system`](crate::RunSystemOnce::run_system)) did not run: one of its
+    /// parameters cannot be built now (a [`Single`](crate::Single) whose query matches no
+    /// entity or several). In a [`Schedule`](crate::Schedule) such a system is skipped for the
+    /// run instead, without an error.
+    InvalidParam {
+        /// The system.
+        system: String,
+        /// The parameter.
+        param: String,
+        /// Why it cannot be built.
+        reason: &'static str,
+    },
+    /// [`RunSystemOnce::run_system`](crate::RunSystemOnce::run_system) or
+    /// [`RunSystemOnce::unregister_system`](crate::RunSystemOnce::unregister_system) was given an
+    /// id that names no registered system: never registered in this world, or unregistered
+    /// since.
+    UnknownSystem {
+        /// The id, as its `Debug` writes it.
+        id: String,
+    },
+    /// A registered system was asked to run while it is running (it runs itself, directly or
+    /// through another registered system).
+    SystemAlreadyRunning {
+        /// The system.
+        system: String,
+    },
     /// A query parameter could not be built.
     Query {
         /// The system.
@@ -64,10 +92,11 @@ impl fmt::Display for ScheduleError {
         match self {
             Self::ConflictingParams { system, first, second, on } => write!(
                 f,
-                "system `{system}`: parameters `{first}` and `{second}` conflict on `{on}` \
+                "system `{system}`: parameters `{first}` and `{second}` conflict on `{}` \
                  (one writes what the other reads or writes; add a Without filter to make \
                  two queries disjoint, merge them into one, or take them one at a time \
-                 through a ParamSet)"
+                 through a ParamSet)",
+                crate::param::short_type_name(on)
             ),
             Self::Cycle(systems) => {
                 write!(f, "the ordering constraints form a cycle: {}", systems.join(" -> "))
@@ -84,6 +113,19 @@ impl fmt::Display for ScheduleError {
             Self::SystemFailed { system, error, others } => write!(
                 f,
                 "system `{system}` failed: {error} (and {others} more system(s) in the same run)"
+            ),
+            Self::InvalidParam { system, param, reason } => {
+                write!(f, "system `{system}` did not run: its parameter `{param}` {reason}")
+            }
+            Self::UnknownSystem { id } => write!(
+                f,
+                "no registered system has id {id} (it was never registered in this world, or \
+                 was unregistered since)"
+            ),
+            Self::SystemAlreadyRunning { system } => write!(
+                f,
+                "registered system `{system}` was asked to run while it is running (it runs \
+                 itself, directly or through another registered system)"
             ),
             Self::Query { system, error } => write!(f, "system `{system}`: {error}"),
             Self::UnknownLabel(what) => {

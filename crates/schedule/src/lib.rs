@@ -2,7 +2,7 @@
 //! deterministic parallel executor on rayon.
 //!
 //! A system is any function (or closure) whose parameters are [`SystemParam`]s: [`Query`],
-//! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Local`], [`Commands`], [`EventReader`],
+//! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Single`], [`Local`], [`Commands`], [`EventReader`],
 //! [`EventWriter`], `&World`, up to 16 of them; `fn(&mut World)` is an exclusive system. A
 //! [`Schedule`] orders them: explicit `before`/`after`, typed (and nested) sets, run conditions (with the
 //! common ones ready: [`resource_changed`], [`run_once`], [`on_event`], ...), sync points,
@@ -14,7 +14,8 @@
 //! [when a segment stays on the calling thread](Schedule#the-parallel-threshold), and what
 //! [a panic](Schedule#when-a-system-panics) or
 //! [a failing system](Schedule#when-a-system-returns-err) does to a run. [`Commands`] and
-//! [`ParamSet`] state their own.
+//! [`ParamSet`] state their own. A system can also run outside a schedule, once or registered
+//! in the world: [`RunSystemOnce`].
 //!
 //! ```
 //! use folio_schedule::prelude::*;
@@ -64,11 +65,13 @@ mod config;
 mod custom_param;
 mod error;
 mod event;
+mod one_shot;
 mod param;
 mod param_set;
 mod pending;
 mod removed;
 mod schedule;
+mod single;
 mod sync;
 mod system;
 mod workers;
@@ -86,12 +89,14 @@ pub use config::{
 pub use error::ScheduleError;
 pub use event::{EventAging, EventCursor, EventReader, EventWriter, Events, age_all_events};
 pub use folio_query::*;
+pub use one_shot::{RunSystemOnce, SystemId};
 pub use param::{
     EventUpdater, Local, Query, Res, ResMut, SystemMeta, SystemParam, SystemParamItem,
 };
 pub use param_set::{MemberGetter, ParamSet, ParamSetMember, ParamSetMembers, ParamSetState};
 pub use removed::{RemovedComponents, RemovedCursor};
 pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
+pub use single::{ParamInvalid, Single};
 pub use system::{
     BoxedCondition, BoxedSystem, ExclusiveSystem, FallibleSystem, FunctionSystem, IntoSystem,
     System, SystemParamFunction,
@@ -102,10 +107,10 @@ pub mod prelude {
     pub use crate::{
         Added, ApplyDeferred, Changed, Commands, ComponentHooks, DeferredWorld, Entity, EventAging,
         EventReader, EventWriter, Events, Has, IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or,
-        ParamSet, Query, QueryState, Ref, RemovedComponents, Res, ResMut, Schedule, SetConfig,
-        StorageType, SystemSet, With, Without, World, WorldQueryExt, age_all_events, and,
-        any_with_component, not, on_event, or, resource_added, resource_changed, resource_exists,
-        resource_removed, run_once, system_param,
+        ParamSet, Query, QueryState, Ref, RemovedComponents, Res, ResMut, RunSystemOnce, Schedule,
+        ScheduleError, SetConfig, Single, StorageType, SystemId, SystemSet, With, Without, World,
+        WorldQueryExt, age_all_events, and, any_with_component, not, on_event, or, resource_added,
+        resource_changed, resource_exists, resource_removed, run_once, system_param,
     };
 }
 

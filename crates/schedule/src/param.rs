@@ -24,6 +24,7 @@ use folio_query::{
 use crate::access::SystemAccess;
 use crate::commands::CommandStats;
 use crate::error::ScheduleError;
+use crate::single::ParamInvalid;
 
 /// A system's bookkeeping: its name, access, and the tick of its last run.
 #[derive(Clone, Debug)]
@@ -75,11 +76,32 @@ pub unsafe trait SystemParam: Sized {
     /// parameters.
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError>;
 
+    /// Whether [`SystemParam::validate_param`] can refuse a run (a [`Single`](crate::Single)).
+    /// Only systems with such a parameter check it before each run: known at compile time, so
+    /// the others pay nothing.
+    const VALIDATES: bool = false;
+
     /// Builds the state for `world`.
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError>;
 
     /// Refreshes the state before a run (a query matches new archetypes).
     fn update(_state: &mut Self::State, _world: &World) {}
+
+    /// Whether the parameter can be built for this run; `Err` skips the system for the run
+    /// (a [`Single`](crate::Single) whose query matches no entity or several). Called right
+    /// before [`SystemParam::get_param`], with the same arguments, when
+    /// [`SystemParam::VALIDATES`] is set; `Ok` by default.
+    ///
+    /// # Safety
+    /// - As for [`SystemParam::get_param`].
+    unsafe fn validate_param(
+        _state: &Self::State,
+        _meta: &SystemMeta,
+        _world: &World,
+        _this_run: u32,
+    ) -> Result<(), ParamInvalid> {
+        Ok(())
+    }
 
     /// The parameter for one run.
     ///
@@ -596,7 +618,8 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Option<Res<'_, R>> {
     type Item<'w, 's> = Option<Res<'w, R>>;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
-        Res::<R>::access(meta)
+        let name = meta.name.clone();
+        meta.access.add_resource_read(&name, TypeKey::of::<R>(), param_name::<Self>())
     }
 
     fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
@@ -621,7 +644,8 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Option<ResMut<'_, R>> {
     type Item<'w, 's> = Option<ResMut<'w, R>>;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
-        ResMut::<R>::access(meta)
+        let name = meta.name.clone();
+        meta.access.add_resource_write(&name, TypeKey::of::<R>(), param_name::<Self>())
     }
 
     fn init_state(_: &mut World, _: &mut SystemMeta) -> Result<(), ScheduleError> {
@@ -714,6 +738,7 @@ macro_rules! tuple_param {
             type Item<'w, 's> = ($($name::Item<'w, 's>,)*);
 
             const GIVES_WORLD: bool = false $(|| $name::GIVES_WORLD)*;
+            const VALIDATES: bool = false $(|| $name::VALIDATES)*;
 
             fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
                 $($name::access(meta)?;)*
@@ -727,6 +752,21 @@ macro_rules! tuple_param {
             fn update(state: &mut Self::State, world: &World) {
                 let ($($name,)*) = state;
                 $($name::update($name, world);)*
+            }
+
+            #[allow(unused_unsafe)]
+            unsafe fn validate_param(
+                state: &Self::State,
+                meta: &SystemMeta,
+                world: &World,
+                this_run: u32,
+            ) -> Result<(), ParamInvalid> {
+                let ($($name,)*) = state;
+                $(if $name::VALIDATES {
+                    // SAFETY: forwarded from the caller.
+                    unsafe { $name::validate_param($name, meta, world, this_run)? };
+                })*
+                Ok(())
             }
 
             #[allow(unused_unsafe)]

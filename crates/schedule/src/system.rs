@@ -12,6 +12,7 @@ use crate::commands::CommandStats;
 use crate::error::ScheduleError;
 use crate::param::EventUpdater;
 use crate::param::{SystemMeta, SystemParam, SystemParamItem, all_tuples};
+use crate::single::ParamInvalid;
 
 /// A runnable system.
 ///
@@ -58,6 +59,32 @@ pub unsafe trait System: Send + Sync + 'static {
     /// Runs the system with the world to itself (exclusive systems; others update and run).
     fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> Self::Out;
 
+    /// [`System::run_unsafe`], unless one of the system's parameters cannot be built for this
+    /// run ([`SystemParam::validate_param`]: a [`Single`](crate::Single) whose query matches
+    /// no entity or several): then the system does not run, and `Err` says which parameter
+    /// and why. What the executor calls; by default, always runs.
+    ///
+    /// # Safety
+    /// - As for [`System::run_unsafe`].
+    unsafe fn try_run_unsafe(
+        &mut self,
+        world: &World,
+        this_run: u32,
+    ) -> Result<Self::Out, ParamInvalid> {
+        // SAFETY: forwarded from the caller.
+        Ok(unsafe { self.run_unsafe(world, this_run) })
+    }
+
+    /// [`System::run_exclusive`], unless a parameter cannot be built for this run, as in
+    /// [`System::try_run_unsafe`].
+    fn try_run_exclusive(
+        &mut self,
+        world: &mut World,
+        this_run: u32,
+    ) -> Result<Self::Out, ParamInvalid> {
+        Ok(self.run_exclusive(world, this_run))
+    }
+
     /// Applies deferred commands.
     fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats);
 
@@ -91,14 +118,17 @@ pub unsafe trait System: Send + Sync + 'static {
     /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
     /// and applies its commands.
     ///
+    /// A system one of whose parameters cannot be built now (a [`Single`](crate::Single) that
+    /// does not match exactly one entity) does not run: [`ScheduleError::InvalidParam`].
+    ///
     /// If the system panics, the commands it buffered in that run are thrown away (as a
     /// [`Schedule`](crate::Schedule) does; entities they reserved are not left behind), then
     /// the panic continues.
     fn run(&mut self, world: &mut World) -> Result<Self::Out, ScheduleError> {
         self.initialize(world)?;
         let this_run = world.increment_change_tick();
-        let out = match catch_unwind(AssertUnwindSafe(|| self.run_exclusive(world, this_run))) {
-            Ok(out) => out,
+        let out = match catch_unwind(AssertUnwindSafe(|| self.try_run_exclusive(world, this_run))) {
+            Ok(out) => out.map_err(|invalid| invalid.into_error(self.name()))?,
             Err(payload) => {
                 self.discard_deferred(world);
                 resume_unwind(payload);
@@ -163,6 +193,51 @@ impl<F: SystemParamFunction<M>, M: 'static> FunctionSystem<F, M> {
     pub fn param_error(&self) -> Option<&ScheduleError> {
         self.error.as_ref()
     }
+
+    /// Builds the parameters and calls the function; with `validate`, first asks the
+    /// parameters that can refuse a run ([`SystemParam::VALIDATES`]) and, if one does, returns
+    /// its refusal without running (the last-run tick stays, so the next run still sees the
+    /// changes since the last one that happened).
+    ///
+    /// # Safety
+    /// - As for [`System::run_unsafe`].
+    #[inline(always)]
+    unsafe fn run_params(
+        &mut self,
+        world: &World,
+        this_run: u32,
+        validate: bool,
+    ) -> Result<F::Out, ParamInvalid> {
+        debug_assert_eq!(self.world, Some(world.id()), "system run on another world");
+        let state = self.state.as_mut().expect("system not initialized");
+        // A system that did not run for most of the tick range (a run condition kept it off)
+        // counts as having last run `MAX_CHANGE_AGE` ago, the oldest a stored tick can be
+        // after `World::check_change_ticks`.
+        if this_run.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
+            self.meta.last_run = this_run.wrapping_sub(MAX_CHANGE_AGE);
+        }
+        if validate && F::Param::VALIDATES {
+            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
+            unsafe { F::Param::validate_param(state, &self.meta, world, this_run)? };
+        }
+        let (func, meta) = (&mut self.func, &self.meta);
+        let mut call = || {
+            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
+            let params = unsafe { F::Param::get_param(state, meta, world, this_run) };
+            func.run(params)
+        };
+        let out = if F::Param::GIVES_WORLD {
+            // A query state the function runs through its `&World` takes this run's tick, not
+            // a newer one from the world's counter: in a parallel segment that counter is
+            // already past every system of the segment, so such a state would never see the
+            // writes of the systems ordered after this one.
+            folio_query::with_system_tick(world.id(), this_run, call)
+        } else {
+            call()
+        };
+        self.meta.last_run = this_run;
+        Ok(out)
+    }
 }
 
 // SAFETY: `access` is the parameters' (`SystemParam::access`, whose implementations promise it
@@ -203,31 +278,11 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
     }
 
     unsafe fn run_unsafe(&mut self, world: &World, this_run: u32) -> F::Out {
-        debug_assert_eq!(self.world, Some(world.id()), "system run on another world");
-        let state = self.state.as_mut().expect("system not initialized");
-        // A system that did not run for most of the tick range (a run condition kept it off)
-        // counts as having last run `MAX_CHANGE_AGE` ago, the oldest a stored tick can be
-        // after `World::check_change_ticks`.
-        if this_run.wrapping_sub(self.meta.last_run) > MAX_CHANGE_AGE {
-            self.meta.last_run = this_run.wrapping_sub(MAX_CHANGE_AGE);
+        // SAFETY: forwarded from the caller.
+        match unsafe { self.run_params(world, this_run, false) } {
+            Ok(out) => out,
+            Err(_) => unreachable!("parameters are validated only when asked"),
         }
-        let (func, meta) = (&mut self.func, &self.meta);
-        let mut call = || {
-            // SAFETY: forwarded from the caller: the state is for `world`, the access is held.
-            let params = unsafe { F::Param::get_param(state, meta, world, this_run) };
-            func.run(params)
-        };
-        let out = if F::Param::GIVES_WORLD {
-            // A query state the function runs through its `&World` takes this run's tick, not
-            // a newer one from the world's counter: in a parallel segment that counter is
-            // already past every system of the segment, so such a state would never see the
-            // writes of the systems ordered after this one.
-            folio_query::with_system_tick(world.id(), this_run, call)
-        } else {
-            call()
-        };
-        self.meta.last_run = this_run;
-        out
     }
 
     fn run_exclusive(&mut self, world: &mut World, this_run: u32) -> F::Out {
@@ -235,6 +290,26 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
         // SAFETY: initialized (the state exists, `update` checked) and `&mut World` holds
         // every access there is.
         unsafe { self.run_unsafe(world, this_run) }
+    }
+
+    #[inline]
+    unsafe fn try_run_unsafe(
+        &mut self,
+        world: &World,
+        this_run: u32,
+    ) -> Result<F::Out, ParamInvalid> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_params(world, this_run, true) }
+    }
+
+    fn try_run_exclusive(
+        &mut self,
+        world: &mut World,
+        this_run: u32,
+    ) -> Result<F::Out, ParamInvalid> {
+        self.update(world);
+        // SAFETY: as in `run_exclusive`.
+        unsafe { self.try_run_unsafe(world, this_run) }
     }
 
     fn apply_deferred(&mut self, world: &mut World, stats: &mut CommandStats) {
@@ -419,6 +494,19 @@ where
     fn run_exclusive(&mut self, world: &mut World, this_run: u32) {
         let out = self.inner.run_exclusive(world, this_run);
         self.keep(out);
+    }
+
+    unsafe fn try_run_unsafe(&mut self, world: &World, this_run: u32) -> Result<(), ParamInvalid> {
+        // SAFETY: forwarded from the caller, with the same access.
+        let out = unsafe { self.inner.try_run_unsafe(world, this_run) }?;
+        self.keep(out);
+        Ok(())
+    }
+
+    fn try_run_exclusive(&mut self, world: &mut World, this_run: u32) -> Result<(), ParamInvalid> {
+        let out = self.inner.try_run_exclusive(world, this_run)?;
+        self.keep(out);
+        Ok(())
     }
 
     fn can_fail(&self) -> bool {

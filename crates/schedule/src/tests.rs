@@ -14,10 +14,12 @@ mod change_ticks;
 mod deferred;
 mod events;
 mod failures;
+mod one_shot;
 mod ordering;
 mod panics;
 mod queries;
 mod sets;
+mod single;
 mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -326,8 +326,10 @@ unsafe fn run_node_shared(
             return;
         }
         let tick = node.system_tick(tick);
+        // A system whose parameters refuse this run (a `Single` without its one match) is
+        // skipped, as a run condition saying no would.
         // SAFETY: forwarded from the caller.
-        unsafe { node.system.run_unsafe(world, tick) }
+        let _ = unsafe { node.system.try_run_unsafe(world, tick) };
     }))
     .map_err(panic_message)
 }
@@ -347,7 +349,8 @@ fn run_exclusive_node(
             run &= condition.run_exclusive(world, tick);
         }
         if run {
-            node.system.run_exclusive(world, node.system_tick(tick));
+            // Skipped if its parameters refuse this run, as in `run_node_shared`.
+            let _ = node.system.try_run_exclusive(world, node.system_tick(tick));
         }
     }))
     .map_err(panic_message)
