@@ -144,7 +144,7 @@ impl World {
             if run.tail && self.is_list_block_move(from, edge) {
                 return Ok(self.remove_sparse_tail(run.len, b, from, edge));
             }
-            let mut removed = Vec::with_capacity(run.len);
+            let mut removed = try_vec(run.len)?;
             for &entity in entities.iter().rev() {
                 let loc = self.entities.location(entity).expect("checked alive");
                 removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -158,7 +158,7 @@ impl World {
         let targets =
             self.batch_targets(entities.iter().copied(), |w, from| w.remove_edge(from, b))?;
         self.reserve_batch_targets(&targets)?;
-        let mut removed = Vec::with_capacity(run.len);
+        let mut removed = try_vec(run.len)?;
         for &entity in entities {
             let loc = self.entities.location(entity).expect("checked alive");
             removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -543,4 +543,13 @@ pub(super) fn first_repeat(entities: impl Iterator<Item = Entity> + Clone) -> Op
         let mut seen = ahash::AHashSet::with_capacity(n);
         entities.into_iter().find(|&e| !seen.insert(e))
     }
+}
+
+/// An empty `Vec` with room for `n` items, or the typed error when the heap refuses it (a
+/// `Vec::with_capacity` would abort): for the values a batch hands back, made before the
+/// batch changes anything.
+fn try_vec<T>(n: usize) -> Result<Vec<T>, StorageError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| StorageError::alloc(n, e))?;
+    Ok(v)
 }
