@@ -1,7 +1,7 @@
 //! [`Archetype`]: every entity with exactly one set of components, and the graph between sets.
 //! The design (shared tables, entity lists, cached edges) is on [`Archetype`]'s docs.
 
-use folio_storage::Entity;
+use folio_storage::{Entity, StorageError};
 
 use crate::Table;
 
@@ -209,12 +209,22 @@ impl Archetype {
         }
     }
 
-    /// Makes room for `additional` more entities.
+    /// Makes room for `additional` more entities; on error nothing changes.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses to grow the list.
     #[inline]
-    pub(crate) fn reserve(&mut self, additional: usize) {
-        if self.listed {
-            self.entities.reserve(additional);
+    pub(crate) fn try_reserve(&mut self, additional: usize) -> Result<(), StorageError> {
+        if self.listed && additional > self.entities.capacity() - self.entities.len() {
+            return self.grow(additional);
         }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) -> Result<(), StorageError> {
+        self.entities.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))
     }
 
     /// The archetype row the next entity pushed at table row `table_row` gets.
@@ -297,15 +307,33 @@ impl Archetype {
         }
     }
 
-    /// Starts keeping a list: `table_entities` are the entities of its table, which this
-    /// archetype has had alone until now (so archetype row == table row for each).
-    pub(crate) fn list(&mut self, table_entities: &[Entity]) {
+    /// The list this archetype keeps once it shares its table: `table_entities` are the
+    /// entities of its table, which it has had alone until now (so archetype row == table row
+    /// for each). Made apart from [`Self::set_list`] so that a refused allocation changes
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses the list.
+    pub(crate) fn try_make_list(
+        &self,
+        table_entities: &[Entity],
+    ) -> Result<Vec<ArchetypeEntity>, StorageError> {
         debug_assert!(!self.listed && table_entities.len() == self.len as usize);
-        self.entities = table_entities
-            .iter()
-            .enumerate()
-            .map(|(row, &entity)| ArchetypeEntity { entity, table_row: row as u32 })
-            .collect();
+        let mut list = Vec::new();
+        list.try_reserve_exact(table_entities.len())
+            .map_err(|e| StorageError::alloc(table_entities.len(), e))?;
+        list.extend(
+            (0u32..)
+                .zip(table_entities)
+                .map(|(row, &entity)| ArchetypeEntity { entity, table_row: row }),
+        );
+        Ok(list)
+    }
+
+    /// Starts keeping `list`, made by [`Self::try_make_list`].
+    pub(crate) fn set_list(&mut self, list: Vec<ArchetypeEntity>) {
+        debug_assert!(!self.listed && list.len() == self.len as usize);
+        self.entities = list;
         self.listed = true;
     }
 

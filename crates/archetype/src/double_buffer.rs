@@ -34,6 +34,15 @@ impl<T> DoubleBuffer<T> {
         self.newer.push(entry);
     }
 
+    /// Makes room for `additional` more entries, so that as many [`Self::push`]es cannot
+    /// allocate; on error nothing changes.
+    pub fn try_reserve(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), std::collections::TryReserveError> {
+        self.newer.try_reserve(additional)
+    }
+
     /// Appends every entry of `entries`; returns how many there were.
     pub fn extend(&mut self, entries: impl IntoIterator<Item = T>) -> usize {
         let before = self.newer.len();

@@ -7,7 +7,7 @@
 
 use std::any::TypeId;
 
-use folio_storage::Entity;
+use folio_storage::{Entity, StorageError};
 
 use crate::component::{ComponentId, Components};
 use crate::double_buffer::DoubleBuffer;
@@ -86,6 +86,27 @@ impl Removals {
     }
 
     /// Logs that `entity` lost each of `ids` that is tracked.
+    /// Makes room for `additional` entries in the log of each of `ids` that is tracked, so
+    /// that the [`Self::record`]s of an operation cannot allocate: called before the operation
+    /// changes anything, when [`Self::any`].
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses; the logs keep their entries.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn try_reserve(
+        &mut self,
+        ids: &[ComponentId],
+        additional: usize,
+    ) -> Result<(), StorageError> {
+        for &id in ids {
+            if let Some(log) = self.log_mut(id) {
+                log.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))?;
+            }
+        }
+        Ok(())
+    }
+
     #[inline]
     pub(crate) fn record(&mut self, entity: Entity, ids: &[ComponentId]) {
         if !self.any() {

@@ -185,7 +185,8 @@ impl World {
             hooks: Hooks::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
-        let empty = world.archetype_for(ComponentIds::new());
+        let empty =
+            world.archetype_for(ComponentIds::new()).expect("the first archetype keeps no list");
         debug_assert_eq!(empty, ArchetypeId::EMPTY);
         world
     }

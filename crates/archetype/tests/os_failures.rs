@@ -645,3 +645,182 @@ fn map_count_child() {
     assert_eq!(world.get::<Huge>(again).map(|h| h.0[0]), Some(7));
     world.check_invariants();
 }
+
+/// Set (to the stage's name) in the child processes that
+/// [`exhausted_memory_under_a_data_limit_is_a_typed_error`] starts under `prlimit --data`.
+const DATA_CHILD: &str = "FOLIO_DATA_LIMIT_CHILD";
+
+/// This process's private writable memory (`VmData`, what `RLIMIT_DATA` limits), in bytes.
+fn vm_data() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status.lines().find(|l| l.starts_with("VmData:")).expect("a VmData line");
+    let kib: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("kB");
+    kib << 10
+}
+
+/// The entities a data-limit churn spawns in all (its despawns free half of them as it goes).
+const CHURN: usize = 10_000_000;
+
+/// Under `prlimit --data` (private writable memory: committing reserved pages fails with
+/// `ENOMEM`, and so does the heap) the world gives typed errors, never an abort, at three
+/// limits that run out at different points: early (the first table pages and heap blocks),
+/// while tables grow past their first megabytes, and late in a churn of 10,000,000 spawns with
+/// sparse-set inserts and removes and despawns. After each refused operation the invariants
+/// hold, and despawning makes room for later operations.
+#[test]
+#[cfg_attr(miri, ignore = "starts a process")]
+fn exhausted_memory_under_a_data_limit_is_a_typed_error() {
+    if let Some(stage) = std::env::var_os(DATA_CHILD) {
+        return data_limit_child(stage.to_str().expect("a stage name"));
+    }
+    // Limits above what a child uses before its world (measured by a child without a limit:
+    // this process runs other tests meanwhile), plus its list of ids, made up front.
+    let base: u64 = data_limit_run(None, "probe")
+        .split("vmdata=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("vmdata=N");
+    let ids = (CHURN * size_of::<Entity>()) as u64;
+    let mut spawned_at_failure = Vec::new();
+    for (stage, extra) in [("early", 1u64 << 20), ("tables", 24 << 20), ("late", 260 << 20)] {
+        let line = data_limit_run(Some(base + ids + extra), stage);
+        println!("{line}");
+        let spawned: usize = line
+            .split("spawned=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("spawned=N");
+        spawned_at_failure.push(spawned);
+    }
+    // Each limit runs out at a different point: early, during table growth, late in the churn.
+    let [early, tables, late] = spawned_at_failure[..] else { unreachable!() };
+    assert!(early < 100_000, "early: the first error came after {early} spawns");
+    assert!(early < tables && tables < late, "{spawned_at_failure:?}");
+    assert!(late > CHURN / 2, "late: the first error came after {late} spawns");
+}
+
+/// Runs the data-limit child of `stage` under `prlimit --data=limit` (or no limit), asserts
+/// that it exited successfully (an abort is a signal, not an exit), and returns its
+/// `data limit:` line.
+fn data_limit_run(limit: Option<u64>, stage: &str) -> String {
+    let name = "exhausted_memory_under_a_data_limit_is_a_typed_error";
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match limit {
+        Some(limit) => {
+            let mut c = std::process::Command::new("prlimit");
+            c.arg(format!("--data={limit}")).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let out = command
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(DATA_CHILD, stage)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start prlimit {exe:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // An abort (a heap allocation failure outside `try_reserve`) is a signal, not an exit.
+    assert!(out.status.success(), "{stage} child failed ({}):\n{stdout}\n{stderr}", out.status);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find("data limit:").map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("{stage} child did not run:\n{stdout}\n{stderr}"));
+    line.to_owned()
+}
+
+/// One operation of the data-limit churn.
+fn churn_op(world: &mut World, live: &mut Vec<Entity>, op: usize) -> Result<(), EntityError> {
+    match op % 8 {
+        // Spawns: two of every eight operations.
+        0 | 4 => live.push(world.try_spawn((B(op as u32),))?),
+        // A sparse-set insert into an entity, and a remove from another.
+        1 | 5 => {
+            let e = live[op / 8 % live.len()];
+            world.insert(e, (S([op as u64; 4]),))?;
+        }
+        2 => {
+            let e = live[(op / 8).wrapping_mul(7) % live.len()];
+            match world.try_remove::<(S,)>(e) {
+                Ok(_) | Err(EntityError::MissingComponent { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // A despawn: one of every eight, so the world grows by one entity per eight.
+        6 => {
+            let e = live.swap_remove(op / 8 % live.len());
+            world.despawn(e)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The churn of `data_limit_child` until the first refused operation, which must be a typed
+/// storage error; then the checks that the world is intact and works again.
+fn data_limit_child(stage: &str) {
+    if stage == "probe" {
+        println!("data limit: vmdata={}", vm_data());
+        return;
+    }
+    let mut world = World::new();
+    world.register_component::<S>(StorageType::SparseSet).unwrap();
+    // The ids; its room is made up front, so that the test's own bookkeeping is not what the
+    // limit refuses (a heap abort here would not be the world's).
+    let mut live: Vec<Entity> = Vec::with_capacity(CHURN);
+    live.push(world.try_spawn((B(0),)).unwrap());
+    let mut spawned = 1usize;
+    let mut op = 0usize;
+    let err = loop {
+        assert!(spawned < CHURN, "{stage}: nothing was refused in {spawned} spawns");
+        let before = live.len();
+        let result = churn_op(&mut world, &mut live, op);
+        if let Err(e) = result {
+            // A refused spawn made no entity; a refused despawn left its entity alive.
+            if op % 8 == 6 {
+                live.push(live[0]);
+                let n = live.len() - 1;
+                live.swap(0, n);
+            }
+            break e;
+        }
+        spawned += live.len().saturating_sub(before);
+        op += 1;
+    };
+    assert!(
+        matches!(
+            err,
+            EntityError::Storage(StorageError::Commit { .. } | StorageError::Alloc { .. })
+        ),
+        "{stage}: {err}"
+    );
+    world.check_invariants();
+    assert_eq!(world.len(), live.len(), "{stage}: a refused operation changed the entity count");
+    println!(
+        "data limit: stage={stage} op={} spawned={spawned} live={} error: {err}",
+        op % 8,
+        live.len()
+    );
+    // Despawning needs no memory, and frees rows that later operations reuse.
+    for e in live.drain(live.len() / 2..) {
+        world.despawn(e).unwrap_or_else(|e| panic!("{stage}: despawn refused: {e}"));
+    }
+    world.check_invariants();
+    for k in 0..1000 {
+        let e = world
+            .try_spawn((B(k),))
+            .unwrap_or_else(|e| panic!("{stage}: spawn after despawns: {e}"));
+        world.insert(e, (S([k as u64; 4]),)).unwrap_or_else(|e| panic!("{stage}: insert: {e}"));
+        world.try_remove::<(S,)>(e).unwrap_or_else(|e| panic!("{stage}: remove: {e}"));
+        live.push(e);
+    }
+    world.check_invariants();
+    assert_eq!(world.len(), live.len());
+    for e in live.drain(..) {
+        world.despawn(e).unwrap();
+    }
+    world.check_invariants();
+    assert!(world.is_empty());
+}

@@ -182,8 +182,8 @@ impl EntityMeta {
 /// [`Entities::reserve`] hands them out with one atomic counter `reserved`, the number of ids
 /// reserved since the last flush: the `k`-th reservation is `free[k]` (the freelist keeps each
 /// slot's already bumped generation beside its index, so reserving reads no meta) while
-/// `k < free.len()`, and the brand-new index
-/// `metas.len() + (k - free.len())` (generation 1) after that. Nothing but the counter changes, so
+/// `k` is under the count of takeable freelist entries, and a brand-new index (generation 1)
+/// after that. Nothing but the counter changes, so
 /// any number of threads can reserve at once. [`Entities::flush`] (at the next sync point, with
 /// `&mut self`) materialises them in the same order: it pops `free[0]` or pushes a new meta, lowers
 /// the counter by one, marks the entity alive and lets the caller place it. Each step keeps the
@@ -197,6 +197,12 @@ impl EntityMeta {
 /// with no location. [`Entities::free`] and [`Entities::clear`] work meanwhile: the indices they
 /// free join the freelist once no reservation is pending, so every pending reservation keeps the
 /// id it was handed.
+///
+/// # Freeing never allocates
+/// The freelist's heap block always has room for one entry per index ever used: room is made
+/// (fallibly, before anything changes) whenever a new index is, so [`Entities::free`] and
+/// [`Entities::clear`] never grow it, and a despawn under memory pressure cannot abort. It costs
+/// 8 bytes per index ever used, half a meta.
 pub struct Entities {
     /// One meta per index ever handed out (flushed); `metas.len() <= max_len`.
     metas: Metas,
@@ -204,15 +210,18 @@ pub struct Entities {
     /// meta's already bumped generation, kept here too so that [`Self::reserve`] reads no meta:
     /// a freed slot's meta is a cache miss, often in another core's cache); each
     /// `metas[e.index]` has `alive == false` and `generation == e.generation`. Taken from the
-    /// front, pushed at the back (FIFO).
+    /// front, pushed at the back (FIFO). Its capacity is kept at least `metas.len()` (room is
+    /// made whenever a new meta is, before anything changes), so freeing never allocates: an
+    /// index is in the list at most once, and only while its slot is not alive.
     free: VecDeque<Entity>,
-    /// Indices freed while reservations were pending, oldest first, as in `free`: they join the
-    /// back of `free` when the last pending reservation is flushed (appending them earlier would
-    /// change which index a pending reservation stands for).
-    freed_while_reserved: Vec<Entity>,
-    /// Ids reserved since the last flush. The `k`-th is `free[k]` while `k < free.len()`, then
-    /// the new index `metas.len() + k - free.len()`. At rest (no `reserve` running)
-    /// `metas.len() + reserved.saturating_sub(free.len()) <= max_len`; a failing `try_reserve`
+    /// How many of `free`'s entries, from the front, reservations may take: all of them while
+    /// no reservation is pending. Indices freed while reservations are pending wait behind
+    /// them, and become takeable when the last pending reservation is flushed (taking them
+    /// earlier would change which index a pending reservation stands for).
+    free_len: usize,
+    /// Ids reserved since the last flush. The `k`-th is `free[k]` while `k < free_len`, then
+    /// the new index `metas.len() + k - free_len`. At rest (no `reserve` running)
+    /// `metas.len() + reserved.saturating_sub(free_len) <= max_len`; a failing `try_reserve`
     /// raises `reserved` past that for an instant and lowers it again.
     reserved: AtomicUsize,
     /// Live (alive) entities.

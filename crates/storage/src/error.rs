@@ -1,6 +1,7 @@
 //! The storage layer's error type: every OS failure and every exhausted reservation is one of
 //! these, never a silent abort.
 
+use std::collections::TryReserveError;
 use std::fmt;
 use std::io;
 
@@ -42,6 +43,23 @@ pub enum StorageError {
         /// The item count that was asked for.
         requested: usize,
     },
+    /// The heap allocator refused to grow a bookkeeping list (an archetype's entity list, a
+    /// sparse set's entities or pages, a removal log, the entity freelist) by `additional`
+    /// items. Nothing changed.
+    Alloc {
+        /// The item count the list was asked to grow by.
+        additional: usize,
+        /// The allocator's own error.
+        source: TryReserveError,
+    },
+}
+
+impl StorageError {
+    /// The error of a refused `try_reserve(additional)` on a heap collection.
+    #[cold]
+    pub fn alloc(additional: usize, source: TryReserveError) -> Self {
+        Self::Alloc { additional, source }
+    }
 }
 
 impl fmt::Display for StorageError {
@@ -59,6 +77,9 @@ impl fmt::Display for StorageError {
             Self::CapacityExceeded { capacity, requested } => {
                 write!(f, "reservation exhausted: room for {capacity} items, {requested} requested")
             }
+            Self::Alloc { additional, source } => {
+                write!(f, "could not grow a list by {additional} items: {source}")
+            }
         }
     }
 }
@@ -69,6 +90,7 @@ impl std::error::Error for StorageError {
             Self::Reserve { source, .. }
             | Self::Commit { source, .. }
             | Self::Decommit { source, .. } => Some(source),
+            Self::Alloc { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -36,15 +36,46 @@ impl SparseArray {
         (dense != EMPTY).then_some(dense)
     }
 
+    /// The entry of `index`, making its page (and the page table's room for it) first; on
+    /// error nothing changes.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses the page or the page table's growth.
     #[inline]
-    fn set(&mut self, index: u32, dense: u32) {
+    fn try_entry(&mut self, index: u32) -> Result<&mut u32, StorageError> {
         let index = index as usize;
         let page_index = index / PAGE_LEN;
+        if !matches!(self.pages.get(page_index), Some(Some(_))) {
+            self.make_page(page_index)?;
+        }
+        match &mut self.pages[page_index] {
+            Some(page) => Ok(&mut page[index % PAGE_LEN]),
+            None => unreachable!("the page was made above"),
+        }
+    }
+
+    /// Allocates page `page_index`, growing the page table to hold it, without aborting when
+    /// the heap refuses (a `Box::new` or a `resize` would).
+    #[cold]
+    #[inline(never)]
+    fn make_page(&mut self, page_index: usize) -> Result<(), StorageError> {
         if page_index >= self.pages.len() {
+            let additional = page_index + 1 - self.pages.len();
+            self.pages.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))?;
+        }
+        let mut page = Vec::new();
+        page.try_reserve_exact(PAGE_LEN).map_err(|e| StorageError::alloc(PAGE_LEN, e))?;
+        page.resize(PAGE_LEN, EMPTY);
+        let page: Box<[u32; PAGE_LEN]> = match page.into_boxed_slice().try_into() {
+            Ok(page) => page,
+            Err(_) => unreachable!("the page has PAGE_LEN entries"),
+        };
+        if page_index >= self.pages.len() {
+            // Within the capacity reserved above: no allocation.
             self.pages.resize_with(page_index + 1, || None);
         }
-        let page = self.pages[page_index].get_or_insert_with(|| Box::new([EMPTY; PAGE_LEN]));
-        page[index % PAGE_LEN] = dense;
+        self.pages[page_index] = Some(page);
+        Ok(())
     }
 
     /// Sets the entry of an index whose page exists (one [`Self::get`] found, or one set
@@ -246,6 +277,17 @@ impl ComponentSparseSet {
         self.grow(additional)
     }
 
+    /// Makes the sparse page of `entity`'s index, so that inserting `entity` after a successful
+    /// [`Self::try_reserve`] cannot fail; on error nothing changes. One look-up when the page
+    /// exists.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses the page.
+    #[inline]
+    pub fn try_reserve_entity(&mut self, entity: Entity) -> Result<(), StorageError> {
+        self.sparse.try_entry(entity.index()).map(|_| ())
+    }
+
     #[cold]
     fn grow(&mut self, additional: usize) -> Result<(), StorageError> {
         // Recomputed on every exit: a column that grew before another failed keeps its room.
@@ -260,10 +302,7 @@ impl ComponentSparseSet {
     }
 
     fn grow_columns(&mut self, additional: usize) -> Result<(), StorageError> {
-        self.entities.try_reserve(additional).map_err(|_| StorageError::CapacityExceeded {
-            capacity: self.entities.len(),
-            requested: self.entities.len().saturating_add(additional),
-        })?;
+        self.entities.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))?;
         self.data.try_reserve(additional)?;
         self.added.try_reserve(additional)?;
         self.changed.try_reserve(additional)
@@ -304,6 +343,8 @@ impl ComponentSparseSet {
             },
         )?;
         self.try_reserve(1)?;
+        // The index's page too, so that nothing below can fail.
+        let slot = self.sparse.try_entry(entity.index())?;
         // SAFETY:
         // - room for one item was reserved in every column above.
         // - `src` is a valid value of the set's type (caller); the tick columns hold `u32`s.
@@ -313,7 +354,7 @@ impl ComponentSparseSet {
             push_tick(&mut self.changed, tick);
         }
         self.entities.push(entity);
-        self.sparse.set(entity.index(), dense);
+        *slot = dense;
         Ok(())
     }
 
@@ -373,7 +414,7 @@ impl ComponentSparseSet {
     /// Removes every entity, dropping every value once; keeps the sparse pages.
     pub fn clear(&mut self) {
         for entity in self.entities.drain(..) {
-            self.sparse.set(entity.index(), EMPTY);
+            self.sparse.set_on_page(entity.index(), EMPTY);
         }
         self.added.clear();
         self.changed.clear();

@@ -1,7 +1,7 @@
 //! `insert_batch` and `remove_batch`: every entity checked and room reserved first, then the
 //! batch moved as one block, last row first, or one entity at a time.
 
-use folio_storage::{Entity, EntityLocation};
+use folio_storage::{Entity, EntityLocation, StorageError};
 use smallvec::SmallVec;
 
 use super::World;
@@ -44,10 +44,10 @@ impl World {
         }
         let tick = self.change_tick();
         if let Some(from) = run.archetype {
-            let edge = self.insert_edge(from, b);
+            let edge = self.insert_edge(from, b)?;
             if edge.to != from {
                 self.reserve_batch_targets(&[(from, edge, batch.len())])?;
-                self.reserve_bundle_sets(b, batch.len())?;
+                self.reserve_bundle_sets(b, batch.iter().map(|&(e, _)| e), batch.len())?;
                 if run.tail && self.is_block_move(from, edge) {
                     self.insert_tail(batch, from, edge, tick);
                     return Ok(());
@@ -66,9 +66,9 @@ impl World {
             }
         }
         let targets =
-            self.batch_targets(batch.iter().map(|&(e, _)| e), |w, from| w.insert_edge(from, b));
+            self.batch_targets(batch.iter().map(|&(e, _)| e), |w, from| w.insert_edge(from, b))?;
         self.reserve_batch_targets(&targets)?;
-        self.reserve_bundle_sets(b, batch.len())?;
+        self.reserve_bundle_sets(b, batch.iter().map(|&(e, _)| e), batch.len())?;
         for (entity, bundle) in batch {
             let loc = self.entities.location(entity).expect("checked alive");
             self.insert_located(entity, loc, b, bundle, tick)?;
@@ -108,6 +108,10 @@ impl World {
         entities: &[Entity],
         b: usize,
     ) -> Result<Vec<B>, EntityError> {
+        if self.removals.any() {
+            // Room in the removal logs first: recording must not allocate once entities moved.
+            self.removals.try_reserve(self.bundles[b].ids(), entities.len())?;
+        }
         let removed = self.remove_batch_of(entities, b)?;
         if self.removals.any() {
             for &entity in entities {
@@ -132,7 +136,7 @@ impl World {
             return Ok(entities.iter().map(|_| nothing()).collect());
         }
         if let Some(from) = run.archetype {
-            let edge = self.remove_edge(from, b);
+            let edge = self.remove_edge(from, b)?;
             self.reserve_batch_targets(&[(from, edge, run.len)])?;
             if run.tail && self.is_block_move(from, edge) {
                 return Ok(self.remove_tail(run.len, from, edge));
@@ -140,7 +144,7 @@ impl World {
             if run.tail && self.is_list_block_move(from, edge) {
                 return Ok(self.remove_sparse_tail(run.len, b, from, edge));
             }
-            let mut removed = Vec::with_capacity(run.len);
+            let mut removed = try_vec(run.len)?;
             for &entity in entities.iter().rev() {
                 let loc = self.entities.location(entity).expect("checked alive");
                 removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -152,9 +156,9 @@ impl World {
             return Err(EntityError::ListedTwice(twice));
         }
         let targets =
-            self.batch_targets(entities.iter().copied(), |w, from| w.remove_edge(from, b));
+            self.batch_targets(entities.iter().copied(), |w, from| w.remove_edge(from, b))?;
         self.reserve_batch_targets(&targets)?;
-        let mut removed = Vec::with_capacity(run.len);
+        let mut removed = try_vec(run.len)?;
         for &entity in entities {
             let loc = self.entities.location(entity).expect("checked alive");
             removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -225,8 +229,8 @@ impl World {
     pub(super) fn batch_targets(
         &mut self,
         entities: impl Iterator<Item = Entity>,
-        mut edge: impl FnMut(&mut Self, ArchetypeId) -> Edge,
-    ) -> Vec<(ArchetypeId, Edge, usize)> {
+        mut edge: impl FnMut(&mut Self, ArchetypeId) -> Result<Edge, StorageError>,
+    ) -> Result<Vec<(ArchetypeId, Edge, usize)>, StorageError> {
         let mut targets: Vec<(ArchetypeId, Edge, usize)> = Vec::new();
         let mut last = usize::MAX;
         for entity in entities {
@@ -238,14 +242,15 @@ impl World {
             last = match targets.iter().position(|t| t.0 == from) {
                 Some(t) => t,
                 None => {
-                    let e = edge(self, from);
+                    let e = edge(self, from)?;
+                    targets.try_reserve(1).map_err(|e| StorageError::alloc(1, e))?;
                     targets.push((from, e, 0));
                     targets.len() - 1
                 }
             };
             targets[last].2 += 1;
         }
-        targets
+        Ok(targets)
     }
 
     /// Reserves what moving `count` entities from `from` along `edge` needs, for each
@@ -279,21 +284,26 @@ impl World {
             self.tables[table.index()].try_reserve(count)?;
         }
         for (archetype, count) in lists {
-            self.archetypes[archetype.index()].reserve(count);
+            self.archetypes[archetype.index()].try_reserve(count)?;
         }
         Ok(())
     }
 
     /// Reserves `count` more entries in the sparse set of each of bundle `b`'s sparse-set
-    /// components.
+    /// components, and the sparse page of each of `entities` (the `count` entities the batch
+    /// inserts into them), so that no insert of the batch can fail.
     pub(super) fn reserve_bundle_sets(
         &mut self,
         b: usize,
+        entities: impl Iterator<Item = Entity> + Clone,
         count: usize,
     ) -> Result<(), EntityError> {
         for &c in self.bundles[b].ids() {
             if let Some(set) = self.sparse_sets.get_mut(c.index()).and_then(Option::as_mut) {
                 set.try_reserve(count)?;
+                for entity in entities.clone() {
+                    set.try_reserve_entity(entity)?;
+                }
             }
         }
         Ok(())
@@ -533,4 +543,13 @@ pub(super) fn first_repeat(entities: impl Iterator<Item = Entity> + Clone) -> Op
         let mut seen = ahash::AHashSet::with_capacity(n);
         entities.into_iter().find(|&e| !seen.insert(e))
     }
+}
+
+/// An empty `Vec` with room for `n` items, or the typed error when the heap refuses it (a
+/// `Vec::with_capacity` would abort): for the values a batch hands back, made before the
+/// batch changes anything.
+fn try_vec<T>(n: usize) -> Result<Vec<T>, StorageError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| StorageError::alloc(n, e))?;
+    Ok(v)
 }

@@ -40,6 +40,9 @@ impl World {
     /// line, the call costs the hookless path about 30 instructions (world_profile).
     #[inline(always)]
     pub(crate) fn despawn_raw(&mut self, entity: Entity) -> Result<(), EntityError> {
+        if self.removals.any() {
+            self.reserve_removal_of(entity)?;
+        }
         let loc = match self.entities.free(entity) {
             Some(loc) => loc,
             None if self.entities.has_reserved() => {
@@ -73,6 +76,21 @@ impl World {
             SparseRemover { sets: &mut self.sparse_sets, ids: sparse, entity, next: 0 };
         table.swap_remove_and_drop(loc.table_row as usize);
         sparse_guard.run();
+        Ok(())
+    }
+
+    /// Makes room in the removal logs for `entity`'s despawn, before anything changes, so that
+    /// recording it cannot allocate. Nothing to do for an entity that is not alive.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`](folio_storage::StorageError::Alloc) when the heap refuses.
+    #[cold]
+    #[inline(never)]
+    fn reserve_removal_of(&mut self, entity: Entity) -> Result<(), EntityError> {
+        if let Some(loc) = self.entities.location(entity) {
+            let archetype = &self.archetypes[loc.archetype_id as usize];
+            self.removals.try_reserve(archetype.components(), 1)?;
+        }
         Ok(())
     }
 
@@ -146,17 +164,22 @@ impl World {
         while let Some(entity) = ring.next(|e| sweep.entities.prefetch(e)) {
             let Some(loc) = sweep.entities.location(entity) else { continue };
             let archetype = &sweep.archetypes[loc.archetype_id as usize];
-            if archetype.is_listed() || !archetype.sparse_components().is_empty() {
-                rest.push(entity);
+            // An entity whose removal the logs have no room for goes the one-at-a-time way,
+            // which reports it (and skips it, alive).
+            if archetype.is_listed()
+                || !archetype.sparse_components().is_empty()
+                || (removals.any() && removals.try_reserve(archetype.components(), 1).is_err())
+                || !try_make_sweep(sweep.tables, &mut sweep.swept, &mut slot_of_table, archetype)
+            {
+                // Never aborts: an entity the list has no room for is skipped, alive (the heap
+                // refused even a list of ids, so nothing could be despawned one at a time).
+                if rest.try_reserve(1).is_ok() {
+                    rest.push(entity);
+                }
                 continue;
             }
             removals.record(entity, archetype.components());
             let table = archetype.table_id().index();
-            if slot_of_table[table] == u32::MAX {
-                slot_of_table[table] = sweep.swept.len() as u32;
-                let words = sweep.tables[table].len().div_ceil(64);
-                sweep.swept.push((archetype.id(), vec![0; words], 0));
-            }
             let (_, marks, count) = &mut sweep.swept[slot_of_table[table] as usize];
             let row = loc.table_row as usize;
             marks[row / 64] |= 1 << (row % 64);
@@ -362,4 +385,27 @@ impl Drop for SparseRemover<'_> {
     fn drop(&mut self) {
         self.run();
     }
+}
+
+/// Makes the sweep of `archetype`'s table if it has none yet: its mark bitmap, one bit per
+/// table row. Returns false when the heap refuses it (nothing changes then).
+fn try_make_sweep(
+    tables: &[Table],
+    swept: &mut Vec<(ArchetypeId, Vec<u64>, usize)>,
+    slot_of_table: &mut [u32],
+    archetype: &Archetype,
+) -> bool {
+    let table = archetype.table_id().index();
+    if slot_of_table[table] != u32::MAX {
+        return true;
+    }
+    let words = tables[table].len().div_ceil(64);
+    let mut marks = Vec::new();
+    if marks.try_reserve_exact(words).is_err() || swept.try_reserve(1).is_err() {
+        return false;
+    }
+    marks.resize(words, 0);
+    slot_of_table[table] = swept.len() as u32;
+    swept.push((archetype.id(), marks, 0));
+    true
 }

@@ -3,7 +3,7 @@
 
 use std::any::TypeId;
 
-use folio_storage::ComponentSparseSet;
+use folio_storage::{ComponentSparseSet, StorageError};
 
 use super::{MovePlan, SpawnPlan, World};
 use crate::archetype::{Archetype, ArchetypeId, Edge, find_edge};
@@ -48,17 +48,20 @@ impl World {
     }
 
     /// Bundle `b`'s spawn plan, made on its first spawn.
+    ///
+    /// # Errors
+    /// When the heap refuses the bookkeeping of a new archetype (see `World::archetype_for`).
     #[inline]
-    pub(super) fn spawn_plan(&mut self, b: usize) -> &SpawnPlan {
+    pub(super) fn spawn_plan(&mut self, b: usize) -> Result<&SpawnPlan, StorageError> {
         if self.spawn_plans.get(b).is_none_or(Option::is_none) {
-            self.make_spawn_plan(b);
+            self.make_spawn_plan(b)?;
         }
-        self.spawn_plans[b].as_ref().expect("made above")
+        Ok(self.spawn_plans[b].as_ref().expect("made above"))
     }
 
     #[cold]
-    fn make_spawn_plan(&mut self, b: usize) {
-        let archetype = self.insert_edge(ArchetypeId::EMPTY, b).to;
+    fn make_spawn_plan(&mut self, b: usize) -> Result<(), StorageError> {
+        let archetype = self.insert_edge(ArchetypeId::EMPTY, b)?.to;
         let arch = &self.archetypes[archetype.index()];
         let table = arch.table_id();
         let columns = if arch.sparse_components().is_empty() {
@@ -73,12 +76,23 @@ impl World {
             self.spawn_plans.resize_with(b + 1, || None);
         }
         self.spawn_plans[b] = Some(SpawnPlan { archetype, table, columns });
+        Ok(())
     }
 
     /// The archetype with exactly `components` (sorted, distinct), made if new.
-    pub(super) fn archetype_for(&mut self, components: ComponentIds) -> ArchetypeId {
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the new archetype makes its table shared and the heap
+    /// refuses the entity list the table's first archetype starts keeping then (a copy of the
+    /// table's entity ids, so as large as the table is long). Checked before the archetype is
+    /// made: no entity's data or location changes (the table and sparse sets of the
+    /// components may have been made, empty, as a later success would make them).
+    pub(super) fn archetype_for(
+        &mut self,
+        components: ComponentIds,
+    ) -> Result<ArchetypeId, StorageError> {
         if let Some(&id) = self.archetype_index.get(&components) {
-            return id;
+            return Ok(id);
         }
         // A component tracked before it was registered is registered by now, if an entity
         // can have it (resolved at its registration already; this keeps it so whatever
@@ -125,33 +139,40 @@ impl World {
             }
             Some(owner) => {
                 // The table becomes shared: its first archetype starts a list, and so does
-                // every archetype that joins it.
-                if let Some(first) = owner.take() {
+                // every archetype that joins it. The list is made first, so that a refused
+                // allocation leaves the table its first archetype's alone.
+                if let Some(first) = *owner {
                     let table = &self.tables[table_id.index()];
-                    self.archetypes[first.index()].list(table.entities());
+                    let list = self.archetypes[first.index()].try_make_list(table.entities())?;
+                    self.archetypes[first.index()].set_list(list);
+                    self.table_owner[table_id.index()] = None;
                 }
                 archetype.set_listed();
             }
         }
         self.archetypes.push(archetype);
         self.archetype_index.insert(components, id);
-        id
+        Ok(id)
     }
 
     /// The edge from `from` by inserting bundle `b`: cached, or made now.
     #[inline]
-    pub(super) fn insert_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+    pub(super) fn insert_edge(
+        &mut self,
+        from: ArchetypeId,
+        b: usize,
+    ) -> Result<Edge, StorageError> {
         match find_edge(&self.archetypes[from.index()].insert_edges, b as u32) {
             Some(edge) => {
                 self.edge_stats.hits += 1;
-                edge
+                Ok(edge)
             }
             None => self.make_insert_edge(from, b),
         }
     }
 
     #[cold]
-    fn make_insert_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+    fn make_insert_edge(&mut self, from: ArchetypeId, b: usize) -> Result<Edge, StorageError> {
         self.edge_stats.misses += 1;
         let mut set: ComponentIds = self.archetypes[from.index()].components().into();
         for &c in self.bundles[b].sorted_ids() {
@@ -159,7 +180,7 @@ impl World {
                 set.insert(pos, c);
             }
         }
-        let to = self.archetype_for(set);
+        let to = self.archetype_for(set)?;
         // Every bundle component new to the entity and all of one storage type: a planned
         // table-row move plus the bundle's values (no sparse set changes), or a sparse move (the
         // table row stays; only the sets and the archetype lists change).
@@ -181,24 +202,28 @@ impl World {
         };
         let edge = Edge { bundle: b as u32, to, plan };
         self.archetypes[from.index()].insert_edges.push(edge);
-        edge
+        Ok(edge)
     }
 
     /// The edge from `from` by removing bundle `b`, cached or made now. The caller checked that
     /// `from` has every component of `b`.
     #[inline]
-    pub(super) fn remove_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+    pub(super) fn remove_edge(
+        &mut self,
+        from: ArchetypeId,
+        b: usize,
+    ) -> Result<Edge, StorageError> {
         match find_edge(&self.archetypes[from.index()].remove_edges, b as u32) {
             Some(edge) => {
                 self.edge_stats.hits += 1;
-                edge
+                Ok(edge)
             }
             None => self.make_remove_edge(from, b),
         }
     }
 
     #[cold]
-    fn make_remove_edge(&mut self, from: ArchetypeId, b: usize) -> Edge {
+    fn make_remove_edge(&mut self, from: ArchetypeId, b: usize) -> Result<Edge, StorageError> {
         self.edge_stats.misses += 1;
         let bundle = self.bundles[b].sorted_ids();
         let set: ComponentIds = self.archetypes[from.index()]
@@ -207,7 +232,7 @@ impl World {
             .copied()
             .filter(|c| bundle.binary_search(c).is_err())
             .collect();
-        let to = self.archetype_for(set);
+        let to = self.archetype_for(set)?;
         // A bundle all of one storage type: a planned table-row move that leaves the bundle's
         // values behind (no sparse set changes), or a sparse move (the table row stays).
         let ids = self.bundles[b].ids();
@@ -227,7 +252,7 @@ impl World {
         };
         let edge = Edge { bundle: b as u32, to, plan };
         self.archetypes[from.index()].remove_edges.push(edge);
-        edge
+        Ok(edge)
     }
 
     /// The storage type every component of `ids` has, if they all have the same one (`None`

@@ -223,9 +223,9 @@ impl World {
         b: usize,
     ) -> Result<(), EntityError> {
         let targets =
-            self.batch_targets(batch.iter().map(|&(e, _)| e), |w, from| w.insert_edge(from, b));
+            self.batch_targets(batch.iter().map(|&(e, _)| e), |w, from| w.insert_edge(from, b))?;
         self.reserve_batch_targets(&targets)?;
-        self.reserve_bundle_sets(b, batch.len())?;
+        self.reserve_bundle_sets(b, batch.iter().map(|&(e, _)| e), batch.len())?;
         let mut done = Ok(());
         for (entity, bundle) in batch {
             done = self.insert_hooked_deferring::<B>(entity, |w| w.insert_raw(entity, bundle));

@@ -63,7 +63,7 @@ impl World {
         tick: u32,
     ) -> Result<(), EntityError> {
         let from = ArchetypeId(loc.archetype_id);
-        let edge = self.insert_edge(from, b);
+        let edge = self.insert_edge(from, b)?;
         if edge.plan == Edge::SPARSE {
             return self.insert_sparse(entity, loc, edge, bundle, tick);
         }
@@ -92,7 +92,7 @@ impl World {
             move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         // On error the bundle is dropped here, unmoved, and nothing changed.
         dst.try_reserve(1)?;
-        self.archetypes[edge.to.index()].reserve(1);
+        self.archetypes[edge.to.index()].try_reserve(1)?;
         // SAFETY:
         // - `loc` is the live entity's location, so `table_row < len`.
         // - `dst` is the edge's target table, another table of this world, and `plan.map` was
@@ -135,9 +135,11 @@ impl World {
         // Reserve everything first, so nothing moves unless everything can. On error the
         // bundle is dropped here, unmoved, and nothing changed.
         for &c in ids {
-            self.sparse_sets[c.index()].as_mut().expect("made with archetype").try_reserve(1)?;
+            let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
+            set.try_reserve(1)?;
+            set.try_reserve_entity(entity)?;
         }
-        self.archetypes[edge.to.index()].reserve(1);
+        self.archetypes[edge.to.index()].try_reserve(1)?;
         let sets = &mut self.sparse_sets;
         bundle.get_components(|ptrs| {
             for (&c, &ptr) in ids.iter().zip(ptrs) {
@@ -216,10 +218,8 @@ impl World {
             })
             .and_then(|()| {
                 new_sparse.iter().try_for_each(|c| {
-                    self.sparse_sets[c.index()]
-                        .as_mut()
-                        .expect("made with archetype")
-                        .try_reserve(1)
+                    let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
+                    set.try_reserve(1).and_then(|()| set.try_reserve_entity(entity))
                 })
             });
             if let Err(e) = reserved {
@@ -314,6 +314,10 @@ impl World {
         self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
+        if self.removals.any() {
+            // Room in the removal logs first: recording must not allocate once the entity moved.
+            self.removals.try_reserve(self.bundles[b].ids(), 1)?;
+        }
         let removed = self.remove_located(entity, loc, b)?;
         self.removals.record(entity, self.bundles[b].ids());
         Ok(removed)
@@ -349,7 +353,7 @@ impl World {
                     let component = self.components.info(missing).name();
                     return Err(EntityError::MissingComponent { entity, component });
                 }
-                self.remove_edge(from, b)
+                self.remove_edge(from, b)?
             }
         };
         if edge.plan == Edge::SPARSE {
@@ -416,7 +420,7 @@ impl World {
         let (plan, src, dst) =
             move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         dst.try_reserve(1)?;
-        self.archetypes[edge.to.index()].reserve(1);
+        self.archetypes[edge.to.index()].try_reserve(1)?;
         let row = loc.table_row as usize;
         let mut next = 0;
         let mut read = || {

@@ -1,7 +1,7 @@
 //! Spawning: reserved entities and their flush, `spawn`, `spawn_reserved` and `spawn_batch`,
 //! with the table-only fast paths that write a bundle straight into its row.
 
-use folio_storage::{Entities, Entity, EntityLocation};
+use folio_storage::{Entities, Entity, EntityLocation, StorageError};
 
 use super::rows::{two_mut, unlink_row};
 use super::{SpawnPlan, World};
@@ -125,12 +125,12 @@ impl World {
         self.try_flush()?;
         let b = self.bundle_id::<B>()?;
         let tick = self.change_tick();
-        if self.has_table_only_plan(b) {
+        if self.has_table_only_plan(b)? {
             return self.spawn_table_only(b, bundle, tick, |entities, location| {
                 Ok(entities.try_alloc_at(location)?)
             });
         }
-        let archetype = self.spawn_plan(b).archetype;
+        let archetype = self.spawn_plan(b)?.archetype;
         // Room first, then the id: a refused reservation hands out (and burns) no id. On error
         // the bundle is dropped here, unmoved.
         self.reserve_new(archetype)?;
@@ -148,9 +148,16 @@ impl World {
     fn reserve_new(&mut self, archetype: ArchetypeId) -> Result<(), EntityError> {
         let arch = &self.archetypes[archetype.index()];
         self.tables[arch.table_id().index()].try_reserve(1)?;
+        self.archetypes[archetype.index()].try_reserve(1)?;
+        let arch = &self.archetypes[archetype.index()];
+        // The id `try_alloc` hands out next, whose sparse page each set needs.
+        let next = self.entities.next_alloc();
         for c in arch.sparse_components() {
             let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
             set.try_reserve(1)?;
+            if let Some(next) = next {
+                set.try_reserve_entity(next)?;
+            }
         }
         Ok(())
     }
@@ -191,7 +198,8 @@ impl World {
     ) -> Result<(), EntityError> {
         if self.entities.front_reserved() == Some(entity)
             && let Ok(b) = self.bundle_id::<B>()
-            && self.has_table_only_plan(b)
+            // A refused plan takes the general path, which reports it.
+            && matches!(self.has_table_only_plan(b), Ok(true))
         {
             let tick = self.change_tick();
             let spawned = self.spawn_table_only(b, bundle, tick, |entities, location| {
@@ -209,7 +217,7 @@ impl World {
         self.try_flush()?;
         let loc = self.entities.location(entity).ok_or(EntityError::NoSuchEntity(entity))?;
         let b = self.bundle_id::<B>()?;
-        let plan = self.spawn_plan(b);
+        let plan = self.spawn_plan(b)?;
         let (archetype, table) = (plan.archetype, plan.table);
         let table_only = self.spawn_plans[b].as_ref().is_some_and(|p| p.columns.is_some());
         if loc.archetype_id != ArchetypeId::EMPTY.0 || !table_only {
@@ -241,8 +249,8 @@ impl World {
 
     /// Whether bundle `b` spawns along a table-only plan (making the plan if needed).
     #[inline]
-    fn has_table_only_plan(&mut self, b: usize) -> bool {
-        self.spawn_plan(b).columns.is_some()
+    fn has_table_only_plan(&mut self, b: usize) -> Result<bool, StorageError> {
+        Ok(self.spawn_plan(b)?.columns.is_some())
     }
 
     /// Spawns `bundle` (of bundle id `b`, whose plan [`World::has_table_only_plan`] says is
@@ -289,7 +297,7 @@ impl World {
             return self.spawn_batch_hooked(iter);
         }
         let tick = self.change_tick();
-        let plan = self.spawn_plan(b);
+        let plan = self.spawn_plan(b).unwrap_or_else(|e| panic!("World::spawn: {e}"));
         let (archetype, table) = (plan.archetype, plan.table);
         let Self { entities, tables, archetypes, spawn_plans, .. } = self;
         let (table, archetype) = (&mut tables[table.index()], &mut archetypes[archetype.index()]);
@@ -370,7 +378,7 @@ fn spawn_in<B: Bundle>(
 ) -> Result<Entity, EntityError> {
     let columns = plan.columns.as_deref().expect("a table-only spawn plan");
     table.try_reserve(1)?;
-    archetype.reserve(1);
+    archetype.try_reserve(1)?;
     let table_row = table.len();
     let location = EntityLocation {
         archetype_id: plan.archetype.0,
@@ -434,7 +442,7 @@ fn spawn_rows<B: Bundle>(
             }
         }
         let room = table.spare_rows();
-        archetype.reserve(room);
+        archetype.try_reserve(room)?;
         // Not fatal: `try_alloc_at` reserves (and reports) for itself.
         let _ = entities.try_reserve_new(room);
         let start = table.len();

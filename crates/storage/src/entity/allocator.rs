@@ -35,7 +35,7 @@ impl Entities {
         Self {
             metas,
             free: VecDeque::new(),
-            freed_while_reserved: Vec::new(),
+            free_len: 0,
             reserved: AtomicUsize::new(0),
             len: 0,
             max_len,
@@ -99,6 +99,8 @@ impl Entities {
     pub fn try_alloc_at(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         self.assert_no_pending("try_alloc");
         if let Some(entity) = self.free.pop_front() {
+            // No reservation is pending, so every entry is takeable.
+            self.free_len -= 1;
             let meta = &mut self.metas[entity.index as usize];
             debug_assert!(!meta.is_alive(), "free-listed index {} is alive", entity.index);
             debug_assert_eq!(meta.generation, entity.generation);
@@ -114,11 +116,27 @@ impl Entities {
             });
         }
         debug_assert_ne!(location.archetype_id, FREE, "a live entity's location");
+        self.reserve_free_room(index + 1)?;
         let meta = EntityMeta { generation: NonZeroU32::MIN, location };
         self.metas.try_push(meta)?;
         self.len += 1;
         // `index < max_len <= u32::MAX`.
         Ok(Entity { index: index as u32, generation: NonZeroU32::MIN })
+    }
+
+    /// The id [`Self::try_alloc`] hands out next, or `None` when it would fail: the front of
+    /// the freelist, else the next new index. For a caller that makes room keyed by the id
+    /// before allocating it.
+    ///
+    /// # Panics
+    /// When reservations are pending (flush reserved entities first).
+    pub fn next_alloc(&mut self) -> Option<Entity> {
+        self.assert_no_pending("next_alloc");
+        match self.free.front() {
+            Some(&entity) => Some(entity),
+            None => (self.metas.len() < self.max_len)
+                .then_some(Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN }),
+        }
     }
 
     /// Makes room for `additional` more entities without committing memory per allocation (a
@@ -127,9 +145,31 @@ impl Entities {
     /// # Errors
     /// The commit error when the OS refuses memory for the metas.
     pub fn try_reserve_new(&mut self, additional: usize) -> Result<(), StorageError> {
-        let new = additional.saturating_sub(self.free.len());
+        let new = additional.saturating_sub(self.free_len);
         let new = new.min(self.max_len - self.metas.len());
+        self.reserve_free_room(self.metas.len() + new)?;
         self.metas.try_reserve(new)
+    }
+
+    /// Makes the freelist's heap block room for `indices` entries, so that freeing any of the
+    /// first `indices` indices never allocates: called before a new index is made. One compare
+    /// when there is room already.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses; nothing changes.
+    #[inline(always)]
+    pub(super) fn reserve_free_room(&mut self, indices: usize) -> Result<(), StorageError> {
+        if indices <= self.free.capacity() {
+            return Ok(());
+        }
+        self.grow_free(indices)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_free(&mut self, indices: usize) -> Result<(), StorageError> {
+        let additional = indices - self.free.len();
+        self.free.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))
     }
 
     /// Frees `entity` and returns its last location, or `None` (changing nothing) when it is not
@@ -147,10 +187,11 @@ impl Entities {
         let location = meta.location;
         if Self::release(meta) {
             let next = Entity { index: entity.index, generation: meta.generation };
+            // Never grows: the capacity is at least `metas.len()` (see `reserve_free_room`).
+            debug_assert!(self.free.len() < self.free.capacity());
+            self.free.push_back(next);
             if *self.reserved.get_mut() == 0 {
-                self.free.push_back(next);
-            } else {
-                self.freed_while_reserved.push(next);
+                self.free_len += 1;
             }
         }
         self.len -= 1;
@@ -180,12 +221,12 @@ impl Entities {
             if meta.is_alive() && Self::release(meta) {
                 // `index < metas.len() <= max_len <= u32::MAX`.
                 let next = Entity { index: index as u32, generation: meta.generation };
-                if pending {
-                    self.freed_while_reserved.push(next);
-                } else {
-                    self.free.push_back(next);
-                }
+                // Never grows, as in `free`.
+                self.free.push_back(next);
             }
+        }
+        if !pending {
+            self.free_len = self.free.len();
         }
         self.len = 0;
     }

@@ -31,10 +31,10 @@ impl Entities {
         // Relaxed is enough: the counter only has to hand each caller a distinct `k`; everything
         // else read here is frozen while `&self` is shared, and `flush` needs `&mut self`.
         let k = self.reserved.fetch_add(1, Ordering::Relaxed);
-        if let Some(&entity) = self.free.get(k) {
-            return Ok(entity);
+        if k < self.free_len {
+            return Ok(self.free[k]);
         }
-        let index = self.metas.len().saturating_add(k - self.free.len());
+        let index = self.metas.len().saturating_add(k - self.free_len);
         if index >= self.max_len {
             // Undo. Every caller that got a `k` past the limit undoes its own increment, and the
             // counter never drops below the limit while one of them is in flight, so no later
@@ -60,7 +60,7 @@ impl Entities {
     #[inline]
     pub fn reserved_len(&self) -> usize {
         // A failing `try_reserve` may have raised the counter for an instant past what can exist.
-        let room = self.free.len() + (self.max_len - self.metas.len());
+        let room = self.free_len + (self.max_len - self.metas.len());
         self.reserved.load(Ordering::Relaxed).min(room)
     }
 
@@ -101,7 +101,8 @@ impl Entities {
         if pending == 0 {
             return Ok(());
         }
-        let new = pending.saturating_sub(self.free.len());
+        let new = pending.saturating_sub(self.free_len);
+        self.reserve_free_room(self.metas.len() + new)?;
         self.metas.try_reserve(new)?;
         for _ in 0..pending {
             // The first pending reservation, alive before `init` sees it; the mapping from
@@ -125,10 +126,10 @@ impl Entities {
             return None;
         }
         Some(match self.free.front() {
-            Some(&entity) => entity,
+            Some(&entity) if self.free_len > 0 => entity,
             // A real reservation of a new index is pending, so `metas.len() < max_len <=
             // u32::MAX`.
-            None => Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN },
+            _ => Entity { index: self.metas.len() as u32, generation: NonZeroU32::MIN },
         })
     }
 
@@ -142,18 +143,21 @@ impl Entities {
     /// When no reservation is pending.
     pub fn flush_front(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         assert!(*self.reserved.get_mut() > 0, "Entities::flush_front: nothing is reserved");
-        let entity = match self.free.pop_front() {
-            Some(entity) => {
+        let entity = match self.free_len {
+            1.. => {
+                self.free_len -= 1;
+                let entity = self.free.pop_front().expect("free_len <= free.len()");
                 let meta = &mut self.metas[entity.index as usize];
                 debug_assert!(!meta.is_alive(), "reserved index {} is already alive", entity.index);
                 debug_assert_eq!(meta.generation, entity.generation);
                 store_location(&mut meta.location, location);
                 entity
             }
-            None => {
+            0 => {
                 let index = self.metas.len();
                 debug_assert!(index < self.max_len, "reserved past max_len");
                 debug_assert_ne!(location.archetype_id, FREE, "a live entity's location");
+                self.reserve_free_room(index + 1)?;
                 self.metas.try_push(EntityMeta { generation: NonZeroU32::MIN, location })?;
                 // `index < max_len <= u32::MAX`.
                 Entity { index: index as u32, generation: NonZeroU32::MIN }
@@ -167,11 +171,10 @@ impl Entities {
         Ok(entity)
     }
 
-    /// Moves the indices freed while reservations were pending to the back of the freelist.
+    /// Makes the indices freed while reservations were pending (they wait at the back of the
+    /// freelist) takeable.
     #[inline]
     fn release_freed_while_reserved(&mut self) {
-        if !self.freed_while_reserved.is_empty() {
-            self.free.extend(self.freed_while_reserved.drain(..));
-        }
+        self.free_len = self.free.len();
     }
 }
