@@ -883,3 +883,38 @@ fn zst_page_aligned_and_larger_than_a_page_components() {
         assert_eq!(drops.count(), 2 * n as usize + 2, "{storage:?}");
     }
 }
+
+/// Panics on misuse name the line that misused the API, not a line inside folio.
+#[test]
+fn misuse_panics_point_at_the_caller_s_line() {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+    static THIS_TEST: Mutex<Option<std::thread::ThreadId>> = Mutex::new(None);
+    *THIS_TEST.lock().unwrap() = Some(std::thread::current().id());
+    struct Health(#[allow(dead_code)] u32);
+    fn heal(_: ResMut<Health>, _: Res<Health>) {}
+    let previous = std::panic::take_hook();
+    // Other tests of this binary panic meanwhile: only this thread's panics are recorded.
+    std::panic::set_hook(Box::new(|info| {
+        if *THIS_TEST.lock().unwrap() == Some(std::thread::current().id()) {
+            let location = info.location().expect("a location");
+            SEEN.lock().unwrap().push((location.file().to_owned(), location.line()));
+        }
+    }));
+    let mut world = World::new();
+    let lines = [line!() + 2, line!() + 5, line!() + 8];
+    let spawn = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn((Health(1), (Health(2),)));
+    }));
+    let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world.spawn_batch([(Health(1), Health(2))]);
+    }));
+    let add = std::panic::catch_unwind(|| {
+        Schedule::new().add_systems(heal);
+    });
+    std::panic::set_hook(previous);
+    assert!(spawn.is_err() && batch.is_err() && add.is_err());
+    let seen = SEEN.lock().unwrap().clone();
+    let expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
+    assert_eq!(seen, expected);
+}

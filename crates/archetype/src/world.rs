@@ -249,3 +249,13 @@ mod tick_tests;
 mod ticks;
 
 pub use despawn::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM};
+
+/// `result`'s value, or a panic `"{what}: {error}"` at the caller's caller: what the panicking
+/// forms of the world's fallible operations share, so the message points at the user's line.
+#[track_caller]
+pub(crate) fn or_panic<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("{what}: {e}"),
+    }
+}

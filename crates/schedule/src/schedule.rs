@@ -284,8 +284,12 @@ impl Schedule {
     /// # Panics
     /// When a system's own parameters conflict (the message names them); see
     /// [`Schedule::try_add_systems`].
+    #[track_caller]
     pub fn add_systems<M>(&mut self, systems: impl IntoSystemConfigs<M>) -> &mut Self {
-        self.try_add_systems(systems).unwrap_or_else(|e| panic!("Schedule::add_systems: {e}"))
+        match self.try_add_systems(systems) {
+            Ok(schedule) => schedule,
+            Err(e) => panic!("Schedule::add_systems: {e}"),
+        }
     }
 
     /// Adds systems, or says which system's parameters conflict (nothing is added then).

@@ -4,8 +4,8 @@
 
 use folio_storage::{ComponentSparseSet, Entities, Entity};
 
-use super::World;
 use super::rows::{fix_table_row, table_index, unlink_row};
+use super::{World, or_panic};
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::component::ComponentId;
 use crate::error::EntityError;
@@ -129,8 +129,9 @@ impl World {
     /// # Panics
     /// When reserved entities are pending and the OS refuses memory to flush them first (before
     /// anything changes: they stay reserved), and as above when a `Drop` or the iterator panics.
+    #[track_caller]
     pub fn despawn_batch(&mut self, entities: impl IntoIterator<Item = Entity>) -> usize {
-        self.try_flush().unwrap_or_else(|e| panic!("World::despawn_batch: {e}"));
+        or_panic(self.try_flush(), "World::despawn_batch");
         let entities = entities.into_iter();
         if self.hooks.any(HookFlags::REMOVAL) {
             return self.despawn_batch_hooked(entities);
@@ -235,8 +236,9 @@ impl World {
     /// # Panics
     /// When reserved entities are pending and the OS refuses memory to flush them first (before
     /// anything changes: they stay reserved), and as above when a `Drop` panics.
+    #[track_caller]
     pub fn clear(&mut self) {
-        self.try_flush().unwrap_or_else(|e| panic!("World::clear: {e}"));
+        or_panic(self.try_flush(), "World::clear");
         if self.hooks.any(HookFlags::REMOVAL) {
             self.run_removal_hooks_all();
         }

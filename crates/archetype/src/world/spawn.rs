@@ -4,7 +4,7 @@
 use folio_storage::{Entities, Entity, EntityLocation, StorageError};
 
 use super::rows::{two_mut, unlink_row};
-use super::{SpawnPlan, World};
+use super::{SpawnPlan, World, or_panic};
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::bundle::{Bundle, MAX_BUNDLE_LEN};
 use crate::component::ComponentId;
@@ -29,6 +29,7 @@ impl World {
     /// [`World::try_flush`] returns that as an error. Nothing changed then: the entities stay
     /// reserved and a later flush places them.
     #[inline]
+    #[track_caller]
     pub fn flush(&mut self) {
         if let Err(e) = self.try_flush() {
             panic!("World::flush: cannot place the reserved entities: {e}");
@@ -288,16 +289,17 @@ impl World {
     ///
     /// # Panics
     /// As [`World::spawn`].
+    #[track_caller]
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
         let iter = iter.into_iter();
         let (lower, _) = iter.size_hint();
-        self.try_flush().unwrap_or_else(|e| panic!("World::spawn: {e}"));
-        let b = self.bundle_id::<B>().unwrap_or_else(|e| panic!("World::spawn: {e}"));
+        or_panic(self.try_flush(), "World::spawn");
+        let b = or_panic(self.bundle_id::<B>(), "World::spawn");
         if self.hooks.any_in(self.bundles[b].ids(), HookFlags::SPAWN) {
             return self.spawn_batch_hooked(iter);
         }
         let tick = self.change_tick();
-        let plan = self.spawn_plan(b).unwrap_or_else(|e| panic!("World::spawn: {e}"));
+        let plan = or_panic(self.spawn_plan(b), "World::spawn");
         let (archetype, table) = (plan.archetype, plan.table);
         let Self { entities, tables, archetypes, spawn_plans, .. } = self;
         let (table, archetype) = (&mut tables[table.index()], &mut archetypes[archetype.index()]);
@@ -306,8 +308,10 @@ impl World {
         let _ = entities.try_reserve_new(lower);
         let mut spawned = Vec::with_capacity(lower);
         match spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
-            Some(plan) => spawn_rows(entities, table, archetype, plan, iter, tick, &mut spawned)
-                .unwrap_or_else(|e| panic!("World::spawn: {e}")),
+            Some(plan) => or_panic(
+                spawn_rows(entities, table, archetype, plan, iter, tick, &mut spawned),
+                "World::spawn",
+            ),
             // (No hook to run: a bundle with spawn hooks took the hooked path above.)
             None => spawned.extend(iter.map(|bundle| self.spawn(bundle))),
         }
