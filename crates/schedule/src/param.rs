@@ -335,6 +335,25 @@ impl<'w, 's, D: ReadOnlyQueryData, F: QueryFilter> IntoIterator for &'w Query<'_
     }
 }
 
+/// `Query<D, F>`'s access, recorded for parameter `P` (a `Query`, or a `Single` of one).
+pub(crate) fn query_param_access<P, D: QueryData + 'static, F: QueryFilter + 'static>(
+    meta: &mut SystemMeta,
+) -> Result<(), ScheduleError> {
+    let access = QueryState::<D, F>::component_access()
+        .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })?;
+    let name = meta.name.clone();
+    meta.access.add_query(&name, access, param_name::<P>())
+}
+
+/// The state of a query parameter (a `Query`, or a `Single` of one) over `world`.
+pub(crate) fn query_param_state<D: QueryData + 'static, F: QueryFilter + 'static>(
+    world: &World,
+    meta: &SystemMeta,
+) -> Result<QueryState<D, F>, ScheduleError> {
+    QueryState::try_new(world)
+        .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })
+}
+
 // SAFETY: records the query's component access (validated against itself by `QueryState`, and
 // against the system's other queries by `add_query`); `get_param` hands out a `Query` whose
 // methods stay within it.
@@ -343,15 +362,11 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Qu
     type Item<'w, 's> = Query<'w, 's, D, F>;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
-        let access = QueryState::<D, F>::component_access()
-            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })?;
-        let name = meta.name.clone();
-        meta.access.add_query(&name, access, param_name::<Self>())
+        query_param_access::<Self, D, F>(meta)
     }
 
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError> {
-        QueryState::try_new(world)
-            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })
+        query_param_state(world, meta)
     }
 
     fn update(state: &mut Self::State, world: &World) {

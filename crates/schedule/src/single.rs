@@ -7,7 +7,9 @@ use std::ops::{Deref, DerefMut};
 use folio_query::{QueryData, QueryFilter, QueryState, World};
 
 use crate::error::ScheduleError;
-use crate::param::{SystemMeta, SystemParam, param_name, short_type_name};
+use crate::param::{
+    SystemMeta, SystemParam, query_param_access, query_param_state, short_type_name,
+};
 
 /// Why a parameter cannot be built for a run ([`SystemParam::validate_param`]): the system is
 /// skipped for that run in a [`Schedule`](crate::Schedule), and a system run on its own
@@ -150,16 +152,6 @@ unsafe fn single_item<'w, D: QueryData, F: QueryFilter>(
     Some(item)
 }
 
-/// `Query<D, F>`'s access, recorded for parameter `P`.
-fn single_access<P, D: QueryData + 'static, F: QueryFilter + 'static>(
-    meta: &mut SystemMeta,
-) -> Result<(), ScheduleError> {
-    let access = QueryState::<D, F>::component_access()
-        .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })?;
-    let name = meta.name.clone();
-    meta.access.add_query(&name, access, param_name::<P>())
-}
-
 // SAFETY: records the query's component access (as `Query` does); `get_param` hands out one
 // item of that query.
 unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Single<'_, D, F> {
@@ -169,12 +161,11 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam for Si
     const VALIDATES: bool = true;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
-        single_access::<Self, D, F>(meta)
+        query_param_access::<Self, D, F>(meta)
     }
 
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError> {
-        QueryState::try_new(world)
-            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })
+        query_param_state(world, meta)
     }
 
     fn update(state: &mut Self::State, world: &World) {
@@ -226,12 +217,11 @@ unsafe impl<D: QueryData + 'static, F: QueryFilter + 'static> SystemParam
     const VALIDATES: bool = true;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
-        single_access::<Self, D, F>(meta)
+        query_param_access::<Self, D, F>(meta)
     }
 
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError> {
-        QueryState::try_new(world)
-            .map_err(|error| ScheduleError::Query { system: meta.name.clone(), error })
+        query_param_state(world, meta)
     }
 
     fn update(state: &mut Self::State, world: &World) {

@@ -95,10 +95,7 @@ impl World {
     /// returns those as errors.
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
-        match self.try_spawn(bundle) {
-            Ok(entity) => entity,
-            Err(e) => panic!("World::spawn: {e}"),
-        }
+        or_panic(self.try_spawn(bundle), "World::spawn")
     }
 
     /// Spawns an entity with the components of `bundle`, or says why it could not (and drops
