@@ -300,8 +300,8 @@ fn prefetch_ahead(commands: &[Command], next: usize, world: &World) {
 /// [`ApplyDeferred`](crate::ApplyDeferred), or the one the schedule puts between this system
 /// and every system ordered after it
 /// ([automatic sync points](crate::Schedule#automatic-sync-points)); so a system ordered after
-/// a spawner sees the spawned entities, and one that is not ordered with it sees them only in
-/// the next run.
+/// a spawner sees the spawned entities, and one that is not ordered after it may run before
+/// they are applied (and then sees them in the next run).
 ///
 /// # Entities spawned
 /// [`Commands::spawn`] hands back the new [`Entity`] at once: its id is reserved through

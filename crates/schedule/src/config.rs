@@ -235,7 +235,8 @@ pub trait IntoSystemConfig<Marker>: Sized {
 
     /// [`IntoSystemConfig::before`] without the automatic sync point: the systems `other` names
     /// do not see this system's commands (unless a sync point lies between them anyway), and
-    /// may run in the same parallel segment.
+    /// may run in the same parallel segment. Systems ordered after them by orderings that do
+    /// not ignore the commands still see them.
     fn before_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.before.push(Dependency::new(other, false));
@@ -244,7 +245,8 @@ pub trait IntoSystemConfig<Marker>: Sized {
 
     /// [`IntoSystemConfig::after`] without the automatic sync point: this system does not see
     /// the commands of the systems `other` names (unless a sync point lies between them
-    /// anyway), and may run in the same parallel segment.
+    /// anyway), and may run in the same parallel segment. Systems ordered after this one by
+    /// orderings that do not ignore the commands still see them.
     fn after_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.after.push(Dependency::new(other, false));
@@ -390,8 +392,9 @@ pub trait IntoSystemConfigs<Marker>: Sized {
 
     /// [`IntoSystemConfigs::chain`] without automatic sync points: each system runs after the
     /// one before it in the list but does not see its commands (unless a sync point lies
-    /// between them anyway). A link made here stays without one when an outer `chain`
-    /// flattens this list into its own.
+    /// between them anyway); a system after the chain, ordered by a plain ordering, still sees
+    /// them. A link made here stays without a point when an outer `chain` flattens this list
+    /// into its own.
     fn chain_ignore_deferred(self) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in configs.0.iter_mut().skip(1) {

@@ -155,7 +155,9 @@ struct Plan {
 /// [`chain`](IntoSystemConfigs::chain) or the sets they are in) sees what those commands did:
 /// the schedule puts a sync point between the two, as if an
 /// [`ApplyDeferred`](crate::ApplyDeferred) were chained between them. Only explicit orderings
-/// ask for one; the edges the schedule adds between conflicting systems do not. None is added
+/// ask for one; the edges the schedule adds between conflicting systems do not. An ordering
+/// that ignores the commands (below) passes them on: a system sees the commands of every
+/// system before it on a path of orderings, unless every ordering of the path ignores them. None is added
 /// where a sync point already lies between the two (an `ApplyDeferred` ordered between them,
 /// or placed between them by the order the systems were added in: a sync point conflicts with
 /// every system). The points are as few as the ordering allows: each system gets a depth, the

@@ -55,10 +55,10 @@ impl Schedule {
                 return Err(ScheduleError::UnknownLabel(what));
             }
         }
-        // Explicit edges, from the systems' and their sets' constraints; and those of them that
-        // ask for an automatic sync point.
+        // Explicit edges, from the systems' and their sets' constraints; and the same edges
+        // with whether each constraint asks for an automatic sync point.
         let mut edges = vec![Vec::new(); n];
-        let mut sync_edges: Vec<(usize, usize)> = Vec::new();
+        let mut sync_edges: Vec<(usize, usize, bool)> = Vec::new();
         for i in 0..n {
             let node = self.node(i);
             // Configured sets come first in `SetGraph`'s ids, at their index in `self.sets`.
@@ -71,24 +71,18 @@ impl Schedule {
             for dependency in befores {
                 for j in matches(&dependency.label) {
                     edges[i].push(j);
-                    if dependency.auto_sync {
-                        sync_edges.push((i, j));
-                    }
+                    sync_edges.push((i, j, dependency.auto_sync));
                 }
             }
             for dependency in afters {
                 for j in matches(&dependency.label) {
                     edges[j].push(i);
-                    if dependency.auto_sync {
-                        sync_edges.push((j, i));
-                    }
+                    sync_edges.push((j, i, dependency.auto_sync));
                 }
             }
             if let Some((j, auto_sync)) = node.after_node {
                 edges[j].push(i);
-                if auto_sync {
-                    sync_edges.push((j, i));
-                }
+                sync_edges.push((j, i, auto_sync));
             }
         }
         for list in &mut edges {
@@ -200,42 +194,70 @@ impl Schedule {
     }
 
     /// The automatic sync points of the DAG `edges` (explicit and conflict edges, over the
-    /// nodes), as each one's predecessors and successors, ascending.
+    /// nodes), as each one's predecessors and successors, ascending. `sync_edges` are the
+    /// explicit edges, each with whether its constraint asks for a point (`false` for the
+    /// `_ignore_deferred` forms).
     ///
-    /// An explicit edge `a -> b` in `sync_edges` needs one when `a` has deferred work
-    /// ([`System::has_deferred`](crate::System::has_deferred)) and no sync point already lies
-    /// between them in every order: `b` is not one, and no [`ApplyDeferred`](crate::ApplyDeferred)
-    /// is reached from `a` and reaches `b` (`reach`: an explicit sync point conflicts with every
-    /// system, so each is ordered with it). As few as the DAG allows: each node gets a
-    /// *distance*, the most sync points needed on a path to it (an edge that needs one counts
-    /// one); the edges into nodes of distance `d` share the sync point `d`. Distances never
-    /// fall along an edge, and a sync point's predecessors are below its distance while its
-    /// successors are at it, so the points add no cycle.
+    /// A node *carries* deferred work when it has some
+    /// ([`System::has_deferred`](crate::System::has_deferred)) or an edge that ignores deferred
+    /// work leads to it from a node that carries some: the work is still to be applied for the
+    /// nodes after it. An explicit edge `a -> b` from a node that carries needs a point when a
+    /// constraint of it asks for one and no sync point already lies between them in every
+    /// order: `b` is not one, and no [`ApplyDeferred`](crate::ApplyDeferred) is reached from `a`
+    /// and reaches `b` (`reach`: an explicit sync point conflicts with every system, so each is
+    /// ordered with it). So a system sees the commands of every system before it on a path of
+    /// explicit edges, unless every edge of the path ignores them.
+    ///
+    /// As few points as the DAG allows: each node gets a *distance*, the most points needed on
+    /// a path to it (an edge that needs one counts one); the edges into nodes of distance `d`
+    /// share the point `d`. Distances never fall along an edge, and a point's predecessors are
+    /// below its distance while its successors are at it, so the points add no cycle.
     fn auto_sync_points(
         &self,
         edges: &[Vec<usize>],
-        sync_edges: &[(usize, usize)],
+        sync_edges: &[(usize, usize, bool)],
         reach: &Reach,
     ) -> Vec<(Vec<usize>, Vec<usize>)> {
         let n = edges.len();
-        let explicit: Vec<usize> = (0..n).filter(|&i| self.node(i).sync_point).collect();
-        let mut needed: Vec<(usize, usize)> = sync_edges
-            .iter()
-            .copied()
-            .filter(|&(a, b)| {
-                self.node(a).system.has_deferred()
-                    && !self.node(b).sync_point
-                    && !explicit.iter().any(|&s| reach.reaches(a, s) && reach.reaches(s, b))
-            })
-            .collect();
+        let sync_point = |i: usize| self.node(i).sync_point;
+        let explicit: Vec<usize> = (0..n).filter(|&i| sync_point(i)).collect();
+        // Per node, its explicit successors, each with whether a constraint asks for a point.
+        let mut explicit_out: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
+        let mut sorted = sync_edges.to_vec();
+        // `true` after `false`: the last of a pair's entries says whether any asks.
+        sorted.sort_unstable();
+        for (a, b, asks) in sorted {
+            match explicit_out[a].last_mut() {
+                Some(last) if last.0 == b => last.1 = asks,
+                _ => explicit_out[a].push((b, asks)),
+            }
+        }
+        let order = topological_order(edges);
+        let mut pending = vec![false; n];
+        let mut needed: Vec<(usize, usize)> = Vec::new();
+        for &a in &order {
+            if sync_point(a) || !(pending[a] || self.node(a).system.has_deferred()) {
+                continue;
+            }
+            for &(b, asks) in &explicit_out[a] {
+                if sync_point(b)
+                    || explicit.iter().any(|&s| reach.reaches(a, s) && reach.reaches(s, b))
+                {
+                    continue;
+                }
+                if asks {
+                    needed.push((a, b));
+                } else {
+                    pending[b] = true;
+                }
+            }
+        }
         if needed.is_empty() {
             return Vec::new();
         }
-        needed.sort_unstable();
-        needed.dedup();
         let needs: AHashSet<(usize, usize)> = needed.iter().copied().collect();
         let mut distance = vec![0usize; n];
-        for &a in &topological_order(edges) {
+        for &a in &order {
             for &b in &edges[a] {
                 let d = distance[a] + usize::from(needs.contains(&(a, b)));
                 distance[b] = distance[b].max(d);

@@ -67,15 +67,50 @@ fn the_switch_and_ignore_deferred_leave_the_commands_to_the_end() {
     let mut chained = Schedule::new();
     chained.add_systems((spawn_flag, count).chain_ignore_deferred());
     assert_eq!(run_once(&mut chained).0, [0]);
-    // An outer chain keeps the inner chain's link without a point, and adds its own.
+    // An outer chain keeps the inner chain's link without a point, and adds its own: the
+    // first `count` does not see the spawn, `spawn_other` and the second `count` do.
     let mut nested = Schedule::new();
     nested.add_systems(((spawn_flag, count).chain_ignore_deferred(), spawn_other, count).chain());
     let (seen, order) = run_once(&mut nested);
-    assert_eq!((seen, auto_points(&order)), (vec![0, 2], 1), "{order:?}");
+    assert_eq!(
+        order,
+        ["spawn_flag", "count", AUTO_SYNC_NAME, "spawn_other", AUTO_SYNC_NAME, "count"]
+    );
+    assert_eq!(seen, [0, 2]);
     // Another constraint on the same pair still asks for the point.
     let mut both = Schedule::new();
     both.add_systems((spawn_flag, count.after_ignore_deferred(spawn_flag).after(spawn_flag)));
     assert_eq!(run_once(&mut both).0, [1]);
+}
+
+#[test]
+fn commands_an_ordering_ignores_are_applied_for_the_systems_after_it() {
+    fn log(mut seen: ResMut<Vec<usize>>) {
+        seen.push(usize::MAX);
+    }
+    // `log` does not need the spawn; `count`, ordered after `log` by a plain `after`, does.
+    let mut schedule = Schedule::new();
+    schedule.add_systems((spawn_flag, log.after_ignore_deferred(spawn_flag), count.after(log)));
+    let (seen, order) = run_once(&mut schedule);
+    assert_eq!(seen, [usize::MAX, 1]);
+    assert_eq!(order, ["spawn_flag", "log", AUTO_SYNC_NAME, "count"]);
+
+    // Every ordering on the path ignores it: no point.
+    let mut ignored = Schedule::new();
+    ignored.add_systems((spawn_flag, log, count).chain_ignore_deferred());
+    let (seen, order) = run_once(&mut ignored);
+    assert_eq!((seen, auto_points(&order)), (vec![usize::MAX, 0], 0));
+
+    // A sync point on the way applies it: no second one.
+    let mut synced = Schedule::new();
+    synced.add_systems((
+        (spawn_flag, ApplyDeferred).chain(),
+        log.after_ignore_deferred(spawn_flag).after(ApplyDeferred),
+        count.after(log),
+    ));
+    let (seen, order) = run_once(&mut synced);
+    assert_eq!(seen, [usize::MAX, 1]);
+    assert_eq!(auto_points(&order), 0, "{order:?}");
 }
 
 #[test]
