@@ -445,7 +445,8 @@ impl Schedule {
         self
     }
 
-    /// The number of systems (sync points included).
+    /// The number of systems ([`ApplyDeferred`](crate::ApplyDeferred) sync points included;
+    /// [automatic](Schedule#automatic-sync-points) ones are not systems).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
