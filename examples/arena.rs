@@ -372,7 +372,9 @@ fn main() {
     // grid; fight, catch fire and burn (`Phase::Combat`); find the dead and keep the score.
     // Systems whose access does not overlap may run at the same time (`wander_spawners` beside
     // `census`, `count_ignitions` beside the physics); four of them also split their own work
-    // with `par_iter_mut`. Commands are applied at the end of the frame, in this order.
+    // with `par_iter_mut`. Commands are applied at the end of the frame, in this order: no
+    // system needs another's commands within the frame, so the orderings after systems with
+    // commands ignore them (`after_ignore_deferred`) and no sync point splits the frame.
     #[derive(Debug, Hash, PartialEq, Eq, Clone, Copy)]
     enum Phase {
         Physics,
@@ -393,8 +395,8 @@ fn main() {
             ignite.in_set(Phase::Combat).run_if(pits_active),
             burn.in_set(Phase::Combat),
             count_ignitions,
-            check_deaths.after(Phase::Combat),
-            tally.after(check_deaths),
+            check_deaths.after_ignore_deferred(Phase::Combat),
+            tally.after_ignore_deferred(check_deaths),
         ));
 
     let tty = std::io::stderr().is_terminal();

@@ -1,8 +1,9 @@
 //! commands: structural changes from inside systems.
 //!
 //! While systems run they share the world, so they cannot spawn, despawn, insert or remove
-//! directly; they queue `Commands`, applied in schedule order at the end of the run (or at an
-//! `ApplyDeferred` sync point). `spawn` still hands back the new `Entity` at once — its id is
+//! directly; they queue `Commands`, applied in schedule order at a sync point (an
+//! `ApplyDeferred`, or the one a schedule puts between a system with commands and a system
+//! ordered after it) or at the end of the run. `spawn` still hands back the new `Entity` at once — its id is
 //! reserved — so it can be stored and used in other commands right away. A command whose
 //! entity is gone by the time it is applied is skipped and counted in
 //! `Schedule::command_stats()`, never a panic.
@@ -72,7 +73,11 @@ fn main() {
     world.insert_resource(Fired::default());
     world.spawn((Gun,));
     let mut schedule = Schedule::new();
-    schedule.add_systems((fire, look_early, ApplyDeferred, look_late).chain());
+    // `look_early` runs after `fire` but before its commands are applied: no automatic sync
+    // point between them.
+    schedule.add_systems(
+        ((fire, look_early).chain_ignore_deferred(), ApplyDeferred, look_late).chain(),
+    );
     schedule.run(&mut world).expect("no system panics");
 
     let checks = world.resource::<Checks>().expect("inserted");
@@ -92,7 +97,9 @@ fn main() {
     assert_eq!(schedule.command_stats().skipped, 0);
 
     let mut teardown = Schedule::new();
-    teardown.add_systems((cleanup, add_tracers).chain());
+    // Both buffers are applied at the end of the run, so the tracers' commands find the
+    // bullets gone.
+    teardown.add_systems((cleanup, add_tracers).chain_ignore_deferred());
     teardown.run(&mut world).expect("no system panics");
     let stats = teardown.command_stats();
     println!(

@@ -1,5 +1,5 @@
 //! [`Commands`]: structural changes a system asks for while the world is shared, applied later
-//! (at the end of the schedule or at a sync point) in the schedule's order; the buffer that
+//! (at a sync point or at the end of the schedule) in the schedule's order; the buffer that
 //! holds them ([`CommandQueue`]) and how applying them went ([`CommandStats`]). The rules they
 //! follow are on [`Commands`]' own page.
 
@@ -295,9 +295,13 @@ fn prefetch_ahead(commands: &[Command], next: usize, world: &World) {
 }
 
 /// Buffers structural changes for later: a system asks for them while the world is shared, and
-/// they are applied in the schedule's order, at the next sync point
-/// ([`ApplyDeferred`](crate::ApplyDeferred)) or at the end of the schedule's run. Until then no
-/// system sees them.
+/// they are applied in the schedule's order, at the next sync point or at the end of the
+/// schedule's run. Until then no system sees them. A sync point is an
+/// [`ApplyDeferred`](crate::ApplyDeferred), or the one the schedule puts between this system
+/// and every system ordered after it
+/// ([automatic sync points](crate::Schedule#automatic-sync-points)); so a system ordered after
+/// a spawner sees the spawned entities, and one that is not ordered after it may run before
+/// they are applied (and then sees them in the next run).
 ///
 /// # Entities spawned
 /// [`Commands::spawn`] hands back the new [`Entity`] at once: its id is reserved through
@@ -465,6 +469,8 @@ impl EntityCommands<'_, '_, '_> {
 unsafe impl SystemParam for Commands<'_, '_> {
     type State = CommandQueue;
     type Item<'w, 's> = Commands<'w, 's>;
+
+    const DEFERRED: bool = true;
 
     fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
         meta.access.reserves_entities = true;

@@ -161,19 +161,37 @@ impl<F: IntoSystem<Result<(), E>, M> + 'static, E, M> IntoLabel<(FallibleMarker,
     }
 }
 
+/// An ordering constraint: what it names, and whether the edges it makes ask for an automatic
+/// sync point (see [automatic sync points](crate::Schedule#automatic-sync-points)).
+#[derive(Clone, Debug)]
+pub(crate) struct Dependency {
+    pub(crate) label: Label,
+    /// False for the `_ignore_deferred` forms.
+    pub(crate) auto_sync: bool,
+}
+
+impl Dependency {
+    fn new<M>(label: impl IntoLabel<M>, auto_sync: bool) -> Self {
+        Self { label: label.label(), auto_sync }
+    }
+}
+
 /// One system, configured.
 pub struct SystemConfig {
     pub(crate) system: BoxedSystem,
     pub(crate) label: TypeId,
     pub(crate) sets: Vec<ErasedSet>,
-    pub(crate) before: Vec<Label>,
-    pub(crate) after: Vec<Label>,
+    pub(crate) before: Vec<Dependency>,
+    pub(crate) after: Vec<Dependency>,
     pub(crate) conditions: Vec<BoxedCondition>,
     pub(crate) sync_point: bool,
     /// Runs after this very system just before it in its list ([`IntoSystemConfigs::chain`]),
     /// not after every system of that system's type: a chain may repeat a function, or pass
     /// through several sync points.
     pub(crate) after_previous: bool,
+    /// Whether the link to the previous system asks for an automatic sync point (false when a
+    /// [`IntoSystemConfigs::chain_ignore_deferred`] made it).
+    pub(crate) previous_auto_sync: bool,
 }
 
 impl SystemConfig {
@@ -187,6 +205,7 @@ impl SystemConfig {
             conditions: Vec::new(),
             sync_point: false,
             after_previous: false,
+            previous_auto_sync: true,
         }
     }
 }
@@ -196,17 +215,41 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// The configuration.
     fn into_config(self) -> SystemConfig;
 
-    /// Runs this system before every system `other` names.
+    /// Runs this system before every system `other` names. If this system has
+    /// [`Commands`](crate::Commands), they are applied before those systems run (an
+    /// [automatic sync point](crate::Schedule#automatic-sync-points)).
     fn before<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
-        config.before.push(other.label());
+        config.before.push(Dependency::new(other, true));
         config
     }
 
-    /// Runs this system after every system `other` names.
+    /// Runs this system after every system `other` names, and after their
+    /// [`Commands`](crate::Commands) are applied (an
+    /// [automatic sync point](crate::Schedule#automatic-sync-points)).
     fn after<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
-        config.after.push(other.label());
+        config.after.push(Dependency::new(other, true));
+        config
+    }
+
+    /// [`IntoSystemConfig::before`] without the automatic sync point: the systems `other` names
+    /// do not see this system's commands (unless a sync point lies between them anyway), and
+    /// may run in the same parallel segment. Systems ordered after them by orderings that do
+    /// not ignore the commands still see them.
+    fn before_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
+        let mut config = self.into_config();
+        config.before.push(Dependency::new(other, false));
+        config
+    }
+
+    /// [`IntoSystemConfig::after`] without the automatic sync point: this system does not see
+    /// the commands of the systems `other` names (unless a sync point lies between them
+    /// anyway), and may run in the same parallel segment. Systems ordered after this one by
+    /// orderings that do not ignore the commands still see them.
+    fn after_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
+        let mut config = self.into_config();
+        config.after.push(Dependency::new(other, false));
         config
     }
 
@@ -258,7 +301,10 @@ impl IntoSystemConfig<()> for SystemConfig {
 }
 
 /// A sync point: every command buffered by the systems before it is applied when it is
-/// reached (they are otherwise applied at the end of the schedule run).
+/// reached (they are otherwise applied at the end of the schedule run). An ordering after a
+/// system with [`Commands`](crate::Commands) gets one of its own where none lies between
+/// ([automatic sync points](crate::Schedule#automatic-sync-points)); place one by hand to
+/// apply commands at a point no ordering names, or with the automatic ones turned off.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ApplyDeferred;
 
@@ -333,10 +379,27 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     /// Runs each system after the one before it in the list: that very system, so a chain may
     /// name one function twice, or pass through several [`ApplyDeferred`] sync points. Nested
     /// tuples are flattened first: `((a, b), c).chain()` runs `a`, `b`, `c` in that order.
+    ///
+    /// A system with [`Commands`](crate::Commands) has them applied before the next one runs
+    /// (an [automatic sync point](crate::Schedule#automatic-sync-points)).
     fn chain(self) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in configs.0.iter_mut().skip(1) {
             config.after_previous = true;
+        }
+        configs
+    }
+
+    /// [`IntoSystemConfigs::chain`] without automatic sync points: each system runs after the
+    /// one before it in the list but does not see its commands (unless a sync point lies
+    /// between them anyway); a system after the chain, ordered by a plain ordering, still sees
+    /// them. A link made here stays without a point when an outer `chain` flattens this list
+    /// into its own.
+    fn chain_ignore_deferred(self) -> SystemConfigs {
+        let mut configs = self.into_configs();
+        for config in configs.0.iter_mut().skip(1) {
+            config.after_previous = true;
+            config.previous_auto_sync = false;
         }
         configs
     }
@@ -402,8 +465,8 @@ all_pairs!(tuple_configs;
 /// in it (see [`Schedule::configure_set`](crate::Schedule::configure_set)).
 #[derive(Default)]
 pub struct SetConfig {
-    pub(crate) before: Vec<Label>,
-    pub(crate) after: Vec<Label>,
+    pub(crate) before: Vec<Dependency>,
+    pub(crate) after: Vec<Dependency>,
     pub(crate) conditions: Vec<BoxedCondition>,
     pub(crate) parents: Vec<ErasedSet>,
 }
@@ -414,15 +477,31 @@ impl SetConfig {
         Self::default()
     }
 
-    /// The set's systems run before what `other` names.
+    /// The set's systems run before what `other` names, their
+    /// [`Commands`](crate::Commands) applied first (an
+    /// [automatic sync point](crate::Schedule#automatic-sync-points)).
     pub fn before<M>(mut self, other: impl IntoLabel<M>) -> Self {
-        self.before.push(other.label());
+        self.before.push(Dependency::new(other, true));
         self
     }
 
-    /// The set's systems run after what `other` names.
+    /// The set's systems run after what `other` names, and after its
+    /// [`Commands`](crate::Commands) are applied (an
+    /// [automatic sync point](crate::Schedule#automatic-sync-points)).
     pub fn after<M>(mut self, other: impl IntoLabel<M>) -> Self {
-        self.after.push(other.label());
+        self.after.push(Dependency::new(other, true));
+        self
+    }
+
+    /// [`SetConfig::before`] without the automatic sync point.
+    pub fn before_ignore_deferred<M>(mut self, other: impl IntoLabel<M>) -> Self {
+        self.before.push(Dependency::new(other, false));
+        self
+    }
+
+    /// [`SetConfig::after`] without the automatic sync point.
+    pub fn after_ignore_deferred<M>(mut self, other: impl IntoLabel<M>) -> Self {
+        self.after.push(Dependency::new(other, false));
         self
     }
 

@@ -77,6 +77,8 @@ macro_rules! system_param {
                     <Fields<'static, 'static> as $crate::SystemParam>::GIVES_WORLD;
                 const VALIDATES: bool =
                     <Fields<'static, 'static> as $crate::SystemParam>::VALIDATES;
+                const DEFERRED: bool =
+                    <Fields<'static, 'static> as $crate::SystemParam>::DEFERRED;
 
                 fn access(meta: &mut $crate::SystemMeta) -> ::core::result::Result<(), $crate::ScheduleError> {
                     <Fields<'static, 'static> as $crate::SystemParam>::access(meta)

@@ -5,7 +5,8 @@
 //! [`Res`], [`ResMut`], `Option<Res<R>>`, [`Single`], [`Local`], [`Commands`], [`EventReader`],
 //! [`EventWriter`], `&World`, up to 16 of them; `fn(&mut World)` is an exclusive system. A
 //! [`Schedule`] orders them: explicit `before`/`after`, typed (and nested) sets, run conditions (with the
-//! common ones ready: [`resource_changed`], [`run_once`], [`on_event`], ...), sync points,
+//! common ones ready: [`resource_changed`], [`run_once`], [`on_event`], ...), sync points
+//! (also [automatic ones](Schedule#automatic-sync-points), after systems with commands),
 //! and, between systems whose access conflicts, the order they were added. It runs the rest in
 //! parallel, with a result that does not depend on the number of threads.
 //!
@@ -95,7 +96,7 @@ pub use param::{
 };
 pub use param_set::{MemberGetter, ParamSet, ParamSetMember, ParamSetMembers, ParamSetState};
 pub use removed::{RemovedComponents, RemovedCursor};
-pub use schedule::{CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
+pub use schedule::{AUTO_SYNC_NAME, CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
 pub use single::{ParamInvalid, Single};
 pub use system::{
     BoxedCondition, BoxedSystem, ExclusiveSystem, FallibleSystem, FunctionSystem, IntoSystem,

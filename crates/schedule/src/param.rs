@@ -81,6 +81,12 @@ pub unsafe trait SystemParam: Sized {
     /// the others pay nothing.
     const VALIDATES: bool = false;
 
+    /// Whether [`SystemParam::apply`] can have work to do: the parameter buffers changes the
+    /// world sees only when they are applied ([`Commands`](crate::Commands)). A
+    /// [`Schedule`](crate::Schedule) puts an automatic sync point between a system with such a
+    /// parameter and a system ordered after it ([`System::has_deferred`](crate::System::has_deferred)).
+    const DEFERRED: bool = false;
+
     /// Builds the state for `world`.
     fn init_state(world: &mut World, meta: &mut SystemMeta) -> Result<Self::State, ScheduleError>;
 
@@ -754,6 +760,7 @@ macro_rules! tuple_param {
 
             const GIVES_WORLD: bool = false $(|| $name::GIVES_WORLD)*;
             const VALIDATES: bool = false $(|| $name::VALIDATES)*;
+            const DEFERRED: bool = false $(|| $name::DEFERRED)*;
 
             fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
                 $($name::access(meta)?;)*

@@ -162,6 +162,7 @@ macro_rules! param_set {
             type Item<'w, 's> = ParamSet<'w, 's, ($($P,)*)>;
 
             const GIVES_WORLD: bool = false $(|| $P::GIVES_WORLD)*;
+            const DEFERRED: bool = false $(|| $P::DEFERRED)*;
 
             fn access(meta: &mut SystemMeta) -> Result<(), ScheduleError> {
                 let mut members = Vec::new();

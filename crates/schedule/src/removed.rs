@@ -162,7 +162,9 @@ mod tests {
         let mut world = World::new();
         let (early, late): (Seen, Seen) = Default::default();
         let mut schedule = Schedule::new();
-        schedule.add_systems((reader(&early), despawn_doomed, reader(&late)).chain());
+        // No sync point: the commands apply at the end of the run, after both readers.
+        schedule
+            .add_systems((reader(&early), despawn_doomed, reader(&late)).chain_ignore_deferred());
         let a = world.spawn((Body(1), Doomed));
         let b = world.spawn((Body(2),));
         schedule.run(&mut world).unwrap(); // `a` goes when the commands apply, after both
@@ -173,6 +175,23 @@ mod tests {
         let want = vec![vec![], vec![a], vec![b], vec![]];
         assert_eq!(*early.lock().unwrap(), want);
         assert_eq!(*late.lock().unwrap(), want);
+    }
+
+    #[test]
+    fn a_reader_after_an_automatic_sync_point_reads_removals_in_the_same_run() {
+        let mut world = World::new();
+        let (early, late): (Seen, Seen) = Default::default();
+        let mut schedule = Schedule::new();
+        schedule.add_systems((reader(&early), despawn_doomed, reader(&late)).chain());
+        let a = world.spawn((Body(1), Doomed));
+        let b = world.spawn((Body(2),));
+        schedule.run(&mut world).unwrap(); // `a` goes at the sync point, between the readers
+        world.insert(b, (Doomed,)).unwrap();
+        schedule.run(&mut world).unwrap(); // `b` goes
+        schedule.run(&mut world).unwrap();
+        schedule.run(&mut world).unwrap();
+        assert_eq!(*early.lock().unwrap(), vec![vec![], vec![a], vec![b], vec![]]);
+        assert_eq!(*late.lock().unwrap(), vec![vec![a], vec![b], vec![], vec![]]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use folio_query::{World, WorldId};
 
 use crate::access::SystemAccess;
 use crate::commands::CommandStats;
-use crate::config::{ErasedSet, IntoSystemConfigs, Label, SetConfig, SystemConfig, SystemSet};
+use crate::config::{Dependency, ErasedSet, IntoSystemConfigs, SetConfig, SystemConfig, SystemSet};
 use crate::error::ScheduleError;
 use crate::event::{EventAging, register_updater};
 use crate::param::EventUpdater;
@@ -39,11 +39,11 @@ struct Node {
     conditions: Vec<BoxedCondition>,
     label: TypeId,
     sets: Vec<ErasedSet>,
-    before: Vec<Label>,
-    after: Vec<Label>,
+    before: Vec<Dependency>,
+    after: Vec<Dependency>,
     /// The node it was chained after, if any (a node, not a label: see
-    /// [`IntoSystemConfigs::chain`]).
-    after_node: Option<usize>,
+    /// [`IntoSystemConfigs::chain`]), and whether that link asks for an automatic sync point.
+    after_node: Option<(usize, bool)>,
     /// The system's access merged with its conditions'.
     access: SystemAccess,
     sync_point: bool,
@@ -82,18 +82,24 @@ enum Segment {
         successors: Vec<Vec<usize>>,
         runs: SegmentRuns,
     },
-    /// An exclusive system or a sync point.
+    /// An exclusive system.
     Exclusive(usize),
+    /// A sync point: the commands of the systems before `upto` in the order (those not applied
+    /// yet) are applied. `node` is the [`ApplyDeferred`](crate::ApplyDeferred) it was
+    /// configured as; `None` for an automatic one.
+    Sync { upto: usize, node: Option<usize> },
 }
+
+/// How [`Schedule::order`] names an [automatic sync point](Schedule#automatic-sync-points).
+pub const AUTO_SYNC_NAME: &str = "apply_deferred (automatic)";
 
 /// The default of [`Schedule::set_min_parallel_work`].
 pub const MIN_PARALLEL_WORK: Duration = Duration::from_micros(40);
 
 struct Plan {
-    /// Node indices in topological order.
+    /// Node indices in topological order (automatic sync points are not nodes: they are
+    /// only in `segments`).
     order: Vec<usize>,
-    /// Each node's position in `order`.
-    position: Vec<usize>,
     /// Each node's first tick, as an offset: the ticks the nodes before it in `order` take
     /// ([`Node::ticks_taken`]).
     tick_offset: Vec<u32>,
@@ -138,10 +144,68 @@ struct Plan {
 ///
 /// # Execution
 /// The topological order is cut into segments at exclusive systems (`fn(&mut World)`) and sync
-/// points. A segment's systems run on rayon as soon as their predecessors finish; an exclusive
-/// system runs alone between segments. Commands are applied in the topological order at sync
-/// points and at the end of the run; then the event queues and removal logs are aged (the ones
-/// the systems use, by default; see [`Schedule::set_event_aging`]).
+/// points (explicit and [automatic](#automatic-sync-points)). A segment's systems run on rayon
+/// as soon as their predecessors finish; an exclusive system runs alone between segments.
+/// Commands are applied in the topological order at sync points and at the end of the run;
+/// then the event queues and removal logs are aged (the ones the systems use, by default; see
+/// [`Schedule::set_event_aging`]).
+///
+/// # Automatic sync points
+/// A system ordered after a system with [`Commands`](crate::Commands) (by `before`/`after`,
+/// [`chain`](IntoSystemConfigs::chain) or the sets they are in) sees what those commands did:
+/// the schedule puts a sync point between the two, as if an
+/// [`ApplyDeferred`](crate::ApplyDeferred) were chained between them. Only explicit orderings
+/// ask for one; the edges the schedule adds between conflicting systems do not. An ordering
+/// that ignores the commands (below) passes them on: a system sees the commands of every
+/// system before it on a path of orderings, unless every ordering of the path ignores them. None is added
+/// where a sync point already lies between the two (an `ApplyDeferred` ordered between them,
+/// or placed between them by the order the systems were added in: a sync point conflicts with
+/// every system). The points are as few as the ordering allows: each system gets a depth, the
+/// most points needed on a path of orderings to it, and every system at one depth shares one
+/// point, placed as late as it can be; the result is part of the plan, the same on any number
+/// of threads. [`Schedule::order`] lists them as [`AUTO_SYNC_NAME`].
+///
+/// A sync point has a cost: it ends a parallel segment, so the systems on either side of it
+/// can no longer run at the same time, and applying commands needs the world to itself. Where
+/// the later system does not need the earlier one's commands, order them with
+/// [`after_ignore_deferred`](crate::IntoSystemConfig::after_ignore_deferred),
+/// [`before_ignore_deferred`](crate::IntoSystemConfig::before_ignore_deferred),
+/// [`chain_ignore_deferred`](IntoSystemConfigs::chain_ignore_deferred) or their
+/// [`SetConfig`] forms; [`Schedule::set_auto_sync`]`(false)` turns the points off for the
+/// whole schedule (commands are then applied only at `ApplyDeferred` and at the end of the
+/// run).
+///
+/// ```
+/// use folio_schedule::prelude::*;
+///
+/// struct Enemy;
+///
+/// fn spawn_enemy(mut commands: Commands) {
+///     commands.spawn((Enemy,));
+/// }
+/// fn count(enemies: Query<&Enemy>, mut seen: ResMut<Vec<usize>>) {
+///     seen.push(enemies.iter().count());
+/// }
+///
+/// let mut world = World::new();
+/// world.insert_resource(Vec::<usize>::new());
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((spawn_enemy, count.after(spawn_enemy)));
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<Vec<usize>>().unwrap(), &[1]); // the spawn was applied between
+/// assert_eq!(
+///     schedule.order(&mut world).unwrap(),
+///     ["spawn_enemy", folio_schedule::AUTO_SYNC_NAME, "count"]
+/// );
+///
+/// // Without the point, `count` runs before the spawn is applied (at the end of the run).
+/// let mut world = World::new();
+/// world.insert_resource(Vec::<usize>::new());
+/// let mut schedule = Schedule::new();
+/// schedule.add_systems((spawn_enemy, count.after_ignore_deferred(spawn_enemy)));
+/// schedule.run(&mut world).unwrap();
+/// assert_eq!(world.resource::<Vec<usize>>().unwrap(), &[0]);
+/// ```
 ///
 /// # The parallel threshold
 /// A segment whose work is less than [`Schedule::set_min_parallel_work`] (40 µs by default,
@@ -206,6 +270,8 @@ pub struct Schedule {
     /// The world and its tick when this schedule last had its stored ticks clamped
     /// ([`CHECK_TICKS_EVERY`]).
     ticks_checked: Option<(WorldId, u32)>,
+    /// Whether the plan has [automatic sync points](Schedule#automatic-sync-points).
+    auto_sync: bool,
 }
 
 /// A schedule calls [`World::check_change_ticks`] at the end of a run once this many ticks
@@ -239,6 +305,7 @@ impl Default for Schedule {
             stats: CommandStats::default(),
             min_parallel_work: MIN_PARALLEL_WORK,
             ticks_checked: None,
+            auto_sync: true,
         }
     }
 }
@@ -262,6 +329,23 @@ impl Schedule {
     /// See [`Schedule::set_min_parallel_work`].
     pub fn min_parallel_work(&self) -> Duration {
         self.min_parallel_work
+    }
+
+    /// Whether an ordering constraint after a system with [`Commands`](crate::Commands) puts a
+    /// sync point between them (see [automatic sync points](Schedule#automatic-sync-points));
+    /// on by default. Off, commands are applied only at [`ApplyDeferred`](crate::ApplyDeferred)
+    /// and at the end of the run.
+    pub fn set_auto_sync(&mut self, on: bool) -> &mut Self {
+        if self.auto_sync != on {
+            self.auto_sync = on;
+            self.plan = None;
+        }
+        self
+    }
+
+    /// See [`Schedule::set_auto_sync`].
+    pub fn auto_sync(&self) -> bool {
+        self.auto_sync
     }
 
     /// Which event queues and removal logs each run ages at its end: the ones its systems use
@@ -311,7 +395,7 @@ impl Schedule {
                 conditions,
                 sync_point,
                 after_previous,
-                ..
+                previous_auto_sync,
             } = config;
             let mut access = system.access().clone();
             for condition in &conditions {
@@ -319,7 +403,7 @@ impl Schedule {
             }
             // The configs are added in their list's order, so the one before this one in its
             // list is the node added just before it.
-            let after_node = after_previous.then(|| self.nodes.len() - 1);
+            let after_node = after_previous.then(|| (self.nodes.len() - 1, previous_auto_sync));
             let node = Node {
                 system,
                 conditions,
@@ -361,7 +445,8 @@ impl Schedule {
         self
     }
 
-    /// The number of systems (sync points included).
+    /// The number of systems ([`ApplyDeferred`](crate::ApplyDeferred) sync points included;
+    /// [automatic](Schedule#automatic-sync-points) ones are not systems).
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
@@ -376,11 +461,25 @@ impl Schedule {
         &self.stats
     }
 
-    /// The system names in the order the schedule runs them (builds the plan if needed).
+    /// The system names in the order the schedule runs them (builds the plan if needed). A
+    /// sync point is `apply_deferred`, an [automatic](Schedule#automatic-sync-points) one
+    /// [`AUTO_SYNC_NAME`].
     pub fn order(&mut self, world: &mut World) -> Result<Vec<String>, ScheduleError> {
         self.initialize(world)?;
         let plan = self.plan.as_ref().expect("built by initialize");
-        Ok(plan.order.iter().map(|&i| self.node(i).system.name().to_owned()).collect())
+        let mut names = Vec::with_capacity(plan.order.len());
+        for segment in &plan.segments {
+            match segment {
+                Segment::Parallel { nodes, .. } => {
+                    names.extend(nodes.iter().map(|&i| self.node(i).system.name().to_owned()));
+                }
+                Segment::Exclusive(i) | Segment::Sync { node: Some(i), .. } => {
+                    names.push(self.node(*i).system.name().to_owned());
+                }
+                Segment::Sync { node: None, .. } => names.push(AUTO_SYNC_NAME.to_owned()),
+            }
+        }
+        Ok(names)
     }
 
     fn node(&self, i: usize) -> &Node {

@@ -91,6 +91,15 @@ pub unsafe trait System: Send + Sync + 'static {
     /// Throws deferred commands away.
     fn discard_deferred(&mut self, world: &mut World);
 
+    /// Whether [`System::apply_deferred`] can have work to do: the system has a parameter that
+    /// buffers changes ([`SystemParam::DEFERRED`], as [`Commands`](crate::Commands) does). A
+    /// [`Schedule`](crate::Schedule) puts an automatic sync point between such a system and a
+    /// system ordered after it (see [automatic sync points](crate::Schedule#automatic-sync-points)).
+    /// `false` by default.
+    fn has_deferred(&self) -> bool {
+        false
+    }
+
     /// The event types it uses, with the function that ages each.
     fn event_updaters(&self) -> &[EventUpdater];
 
@@ -255,6 +264,10 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
 
     fn validate(&self) -> Result<(), ScheduleError> {
         self.error.clone().map_or(Ok(()), Err)
+    }
+
+    fn has_deferred(&self) -> bool {
+        F::Param::DEFERRED
     }
 
     fn initialize(&mut self, world: &mut World) -> Result<(), ScheduleError> {
@@ -439,6 +452,10 @@ macro_rules! forward_to_inner {
 
         fn check_change_tick(&mut self, now: u32) {
             self.inner.check_change_tick(now);
+        }
+
+        fn has_deferred(&self) -> bool {
+            self.inner.has_deferred()
         }
     };
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::prelude::*;
 
+mod auto_sync;
 mod change_ticks;
 mod deferred;
 mod events;

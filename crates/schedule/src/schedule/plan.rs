@@ -1,7 +1,7 @@
 //! Building a [`Schedule`]'s plan: the DAG of explicit and conflict edges, its cycles, the
-//! one topological order, and the segments it is cut into.
+//! automatic sync points, the one topological order, and the segments it is cut into.
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 
 use super::{Plan, Schedule, Segment, SegmentRuns};
 use crate::config::{ErasedSet, Label};
@@ -27,10 +27,15 @@ impl Schedule {
             }
         };
         // A label that names nothing is a typo, not a constraint to drop silently.
-        let mut labels: Vec<&Label> =
-            self.sets.iter().flat_map(|(_, c)| c.before.iter().chain(&c.after)).collect();
+        let mut labels: Vec<&Label> = self
+            .sets
+            .iter()
+            .flat_map(|(_, c)| c.before.iter().chain(&c.after))
+            .map(|d| &d.label)
+            .collect();
         for i in 0..n {
-            labels.extend(self.node(i).before.iter().chain(&self.node(i).after));
+            let node = self.node(i);
+            labels.extend(node.before.iter().chain(&node.after).map(|d| &d.label));
         }
         for (set, _) in &self.sets {
             if matches(&Label::Set(set.clone())).is_empty() {
@@ -50,8 +55,10 @@ impl Schedule {
                 return Err(ScheduleError::UnknownLabel(what));
             }
         }
-        // Explicit edges, from the systems' and their sets' constraints.
+        // Explicit edges, from the systems' and their sets' constraints; and the same edges
+        // with whether each constraint asks for an automatic sync point.
         let mut edges = vec![Vec::new(); n];
+        let mut sync_edges: Vec<(usize, usize, bool)> = Vec::new();
         for i in 0..n {
             let node = self.node(i);
             // Configured sets come first in `SetGraph`'s ids, at their index in `self.sets`.
@@ -61,16 +68,21 @@ impl Schedule {
             let afters = node.after.iter().chain(set_configs.flat_map(|c| &c.after));
             // A label that matches the node itself (`x.after(x)`, a set ordered after itself,
             // a system in two sets ordered one before the other) is a self-loop: a cycle.
-            for label in befores {
-                edges[i].extend(matches(label));
-            }
-            for label in afters {
-                for j in matches(label) {
-                    edges[j].push(i);
+            for dependency in befores {
+                for j in matches(&dependency.label) {
+                    edges[i].push(j);
+                    sync_edges.push((i, j, dependency.auto_sync));
                 }
             }
-            if let Some(j) = node.after_node {
+            for dependency in afters {
+                for j in matches(&dependency.label) {
+                    edges[j].push(i);
+                    sync_edges.push((j, i, dependency.auto_sync));
+                }
+            }
+            if let Some((j, auto_sync)) = node.after_node {
                 edges[j].push(i);
+                sync_edges.push((j, i, auto_sync));
             }
         }
         for list in &mut edges {
@@ -101,12 +113,26 @@ impl Schedule {
                 }
             }
         }
-        let order = topological_order(&edges);
-        let mut position = vec![0; n];
+        // Automatic sync points: nodes `n..`, added after the conflict edges, which are so the
+        // same with the points or without. A shared point can order two systems nothing
+        // ordered before (a predecessor of the point before another edge's successor), never
+        // against an edge.
+        if self.auto_sync {
+            for (before, after) in self.auto_sync_points(&edges, &sync_edges, &reach) {
+                let point = edges.len();
+                for i in before {
+                    edges[i].push(point);
+                }
+                edges.push(after);
+            }
+        }
+        // An automatic sync point has the largest index, so it is taken when no system is
+        // ready: as late as it can be, which leaves the segment before it as large as it can be.
+        let full_order = topological_order(&edges);
+        let order: Vec<usize> = full_order.iter().copied().filter(|&i| i < n).collect();
         let mut tick_offset = vec![0; n];
         let mut ticks = 0u32;
-        for (p, &i) in order.iter().enumerate() {
-            position[i] = p;
+        for &i in &order {
             tick_offset[i] = ticks;
             ticks = ticks.wrapping_add(self.node(i).ticks_taken());
         }
@@ -136,13 +162,24 @@ impl Schedule {
                 runs: SegmentRuns::default(),
             });
         };
-        for &i in &order {
-            if self.node(i).access.exclusive {
+        // The number of nodes of `order` placed so far.
+        let mut placed = 0;
+        for &i in &full_order {
+            if i >= n {
+                flush(&mut current, &mut segments);
+                segments.push(Segment::Sync { upto: placed, node: None });
+                continue;
+            }
+            if self.node(i).sync_point {
+                flush(&mut current, &mut segments);
+                segments.push(Segment::Sync { upto: placed, node: Some(i) });
+            } else if self.node(i).access.exclusive {
                 flush(&mut current, &mut segments);
                 segments.push(Segment::Exclusive(i));
             } else {
                 current.push(i);
             }
+            placed += 1;
         }
         flush(&mut current, &mut segments);
         let fallible = order.iter().copied().filter(|&i| self.node(i).system.can_fail()).collect();
@@ -153,7 +190,96 @@ impl Schedule {
                 m
             })
             .collect();
-        Ok(Plan { order, position, tick_offset, segments, fallible, node_sets })
+        Ok(Plan { order, tick_offset, segments, fallible, node_sets })
+    }
+
+    /// The automatic sync points of the DAG `edges` (explicit and conflict edges, over the
+    /// nodes), as each one's predecessors and successors, ascending. `sync_edges` are the
+    /// explicit edges, each with whether its constraint asks for a point (`false` for the
+    /// `_ignore_deferred` forms).
+    ///
+    /// A node *carries* deferred work when it has some
+    /// ([`System::has_deferred`](crate::System::has_deferred)) or an edge that ignores deferred
+    /// work leads to it from a node that carries some: the work is still to be applied for the
+    /// nodes after it. An explicit edge `a -> b` from a node that carries needs a point when a
+    /// constraint of it asks for one and no sync point already lies between them in every
+    /// order: `b` is not one, and no [`ApplyDeferred`](crate::ApplyDeferred) is reached from `a`
+    /// and reaches `b` (`reach`: an explicit sync point conflicts with every system, so each is
+    /// ordered with it). So a system sees the commands of every system before it on a path of
+    /// explicit edges, unless every edge of the path ignores them.
+    ///
+    /// As few points as the DAG allows: each node gets a *distance*, the most points needed on
+    /// a path to it (an edge that needs one counts one); the edges into nodes of distance `d`
+    /// share the point `d`. Distances never fall along an edge, and a point's predecessors are
+    /// below its distance while its successors are at it, so the points add no cycle.
+    fn auto_sync_points(
+        &self,
+        edges: &[Vec<usize>],
+        sync_edges: &[(usize, usize, bool)],
+        reach: &Reach,
+    ) -> Vec<(Vec<usize>, Vec<usize>)> {
+        let n = edges.len();
+        let sync_point = |i: usize| self.node(i).sync_point;
+        let explicit: Vec<usize> = (0..n).filter(|&i| sync_point(i)).collect();
+        // Per node, its explicit successors, each with whether a constraint asks for a point.
+        let mut explicit_out: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
+        let mut sorted = sync_edges.to_vec();
+        // `true` after `false`: the last of a pair's entries says whether any asks.
+        sorted.sort_unstable();
+        for (a, b, asks) in sorted {
+            match explicit_out[a].last_mut() {
+                Some(last) if last.0 == b => last.1 = asks,
+                _ => explicit_out[a].push((b, asks)),
+            }
+        }
+        let order = topological_order(edges);
+        let mut pending = vec![false; n];
+        let mut needed: Vec<(usize, usize)> = Vec::new();
+        for &a in &order {
+            if sync_point(a) || !(pending[a] || self.node(a).system.has_deferred()) {
+                continue;
+            }
+            for &(b, asks) in &explicit_out[a] {
+                if sync_point(b)
+                    || explicit.iter().any(|&s| reach.reaches(a, s) && reach.reaches(s, b))
+                {
+                    continue;
+                }
+                if asks {
+                    needed.push((a, b));
+                } else {
+                    pending[b] = true;
+                }
+            }
+        }
+        if needed.is_empty() {
+            return Vec::new();
+        }
+        let needs: AHashSet<(usize, usize)> = needed.iter().copied().collect();
+        let mut distance = vec![0usize; n];
+        for &a in &order {
+            for &b in &edges[a] {
+                let d = distance[a] + usize::from(needs.contains(&(a, b)));
+                distance[b] = distance[b].max(d);
+            }
+        }
+        // One point per distance some needing edge leads to, in ascending distance.
+        let mut distances: Vec<usize> = needed.iter().map(|&(_, b)| distance[b]).collect();
+        distances.sort_unstable();
+        distances.dedup();
+        let mut points = vec![(Vec::new(), Vec::new()); distances.len()];
+        for &(a, b) in &needed {
+            let k = distances.binary_search(&distance[b]).expect("listed above");
+            points[k].0.push(a);
+            points[k].1.push(b);
+        }
+        for (before, after) in &mut points {
+            before.sort_unstable();
+            before.dedup();
+            after.sort_unstable();
+            after.dedup();
+        }
+        points
     }
 }
 

@@ -49,13 +49,12 @@ impl Schedule {
         let mut failure: Option<(usize, String)> = None;
         // A command that panicked at a sync point: the systems after it do not run.
         let mut sync_failure: Option<ScheduleError> = None;
-        let (order, position, tick_offset) = (&plan.order, &plan.position, &plan.tick_offset);
+        let (order, tick_offset) = (&plan.order, &plan.tick_offset);
         // The parallel segment being timed: until the next segment that is not a sync point,
         // so its time includes applying its systems' commands.
         let mut timing: Option<SegmentTiming> = None;
         for s in 0..plan.segments.len() {
-            let sync_point =
-                matches!(plan.segments[s], Segment::Exclusive(i) if self.node(i).sync_point);
+            let sync_point = matches!(plan.segments[s], Segment::Sync { .. });
             if !sync_point && let Some(timing) = timing.take() {
                 timing.finish(&mut plan.segments);
             }
@@ -88,17 +87,18 @@ impl Schedule {
                         on_pool,
                     );
                 }
+                Segment::Sync { upto, .. } => {
+                    let upto = *upto;
+                    let applied = self.apply_commands(world, &order[applied_upto..upto]);
+                    applied_upto = upto;
+                    if let Err(error) = applied {
+                        sync_failure = Some(error);
+                        break;
+                    }
+                    continue;
+                }
                 Segment::Exclusive(i) => {
                     let i = *i;
-                    if self.node(i).sync_point {
-                        let applied = self.apply_commands(world, &order[applied_upto..position[i]]);
-                        applied_upto = position[i];
-                        if let Err(error) = applied {
-                            sync_failure = Some(error);
-                            break;
-                        }
-                        continue;
-                    }
                     let tick = world.increment_change_tick_mut();
                     for _ in 1..self.node(i).ticks_taken() {
                         world.increment_change_tick_mut();
