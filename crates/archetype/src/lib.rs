@@ -35,6 +35,7 @@ mod removed;
 mod resource;
 mod table;
 mod tick;
+mod type_map;
 mod unwind;
 mod world;
 

@@ -21,6 +21,7 @@ use crate::hooks::Hooks;
 use crate::removed::Removals;
 use crate::resource::Resource;
 use crate::table::{ColumnMap, Table, TableId};
+use crate::type_map::TypeIdMap;
 use crate::unwind::for_each_finishing;
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
@@ -105,7 +106,7 @@ pub struct World {
     /// By component index; `Some` for sparse-set components once used.
     sparse_sets: Vec<Option<ComponentSparseSet>>,
     bundles: Vec<BundleInfo>,
-    bundle_index: AHashMap<TypeId, usize>,
+    bundle_index: TypeIdMap<usize>,
     /// The bundle looked up last, so a run of spawns or inserts of one bundle type skips the
     /// hash look-up.
     last_bundle: Option<(TypeId, usize)>,
@@ -113,7 +114,7 @@ pub struct World {
     spawn_plans: Vec<Option<SpawnPlan>>,
     /// The row-move plans of the graph edges that have one ([`Edge::plan`] indexes this).
     move_plans: Vec<MovePlan>,
-    resources: AHashMap<TypeId, Resource>,
+    resources: TypeIdMap<Resource>,
     /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
     change_tick: AtomicU32,
     /// The tick of the last [`World::check_change_ticks`] (the first tick before any), and how
@@ -171,11 +172,11 @@ impl World {
             archetype_index: AHashMap::default(),
             sparse_sets: Vec::new(),
             bundles: Vec::new(),
-            bundle_index: AHashMap::default(),
+            bundle_index: TypeIdMap::default(),
             last_bundle: None,
             spawn_plans: Vec::new(),
             move_plans: Vec::new(),
-            resources: AHashMap::default(),
+            resources: TypeIdMap::default(),
             change_tick: AtomicU32::new(1),
             checked_at: 1,
             checked_total: 1,

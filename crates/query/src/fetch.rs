@@ -224,6 +224,13 @@ pub unsafe trait WorldQuery {
     /// Raw pointers into the current table (or sparse sets), valid for `'w`.
     type Fetch<'w>: Clone;
 
+    /// Whether the fetch reads the `last_run`/`this_run` ticks [`WorldQuery::init_fetch`] is
+    /// given (to compare change ticks, or to stamp them on a write). When no term of a query
+    /// does, a lookup ([`QueryState::get`](crate::QueryState::get)) skips reading the ticks:
+    /// `&T`, `Entity`, `With<T>`, `Without<T>` and `Has<T>` say `false`. The default, `true`,
+    /// is always correct.
+    const READS_TICKS: bool = true;
+
     /// The state for `world`.
     fn init_state(world: &World) -> Self::State;
 

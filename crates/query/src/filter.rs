@@ -23,6 +23,7 @@ pub struct Without<T>(PhantomData<fn() -> T>);
 
 // SAFETY: reads nothing; `matches` requires `T`.
 unsafe impl<T: Component> WorldQuery for With<T> {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = ();
 
@@ -84,6 +85,7 @@ impl<T: Component> ArchetypeFilter for With<T> {}
 
 // SAFETY: reads nothing; an entity without `T` is never fetched for `T`.
 unsafe impl<T: Component> WorldQuery for Without<T> {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = ();
 
@@ -344,6 +346,7 @@ macro_rules! or_filter {
         unsafe impl<$($name: QueryFilter),+> WorldQuery for Or<($($name,)+)> {
             type State = ($($name::State,)+);
             type Fetch<'w> = ($(OrFetch<'w, $name>,)+);
+            const READS_TICKS: bool = false $(|| $name::READS_TICKS)+;
 
             fn init_state(world: &World) -> Self::State {
                 ($($name::init_state(world),)+)

@@ -298,7 +298,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// # Panics
     /// When `world` is not the world the state was built for.
     #[track_caller]
+    #[inline]
     pub fn update_archetypes(&mut self, world: &World) {
+        // The common case, inline: the right world and no archetype made since. Every lookup
+        // (`get`) passes here, so it must cost a couple of compares, not a call.
+        if world.id() == self.world_id && world.archetypes().len() == self.archetype_generation {
+            return;
+        }
+        self.match_new_archetypes(world);
+    }
+
+    /// The rest of [`Self::update_archetypes`], out of line.
+    #[track_caller]
+    #[inline(never)]
+    fn match_new_archetypes(&mut self, world: &World) {
         if let Err(e) = self.validate_world(world) {
             panic!("{e}");
         }
@@ -372,8 +385,13 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         (last_run, this_run)
     }
 
-    /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`).
+    /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`); none
+    /// are read (zeros) when no term of the query reads them.
+    #[inline]
     fn peek_ticks(&self, world: &World) -> (u32, u32) {
+        if !(D::READS_TICKS || F::READS_TICKS) {
+            return (0, 0);
+        }
         let this_run = system_tick(world).unwrap_or_else(|| world.change_tick());
         (self.last_run_for(this_run, world.absolute_tick(this_run)), this_run)
     }
