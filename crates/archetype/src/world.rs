@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, StorageConfig};
+use smallvec::SmallVec;
 
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::bundle::{BundleInfo, ComponentIds};
@@ -23,6 +24,7 @@ use crate::resource::Resource;
 use crate::table::{ColumnMap, Table, TableId};
 use crate::type_map::TypeIdMap;
 use crate::unwind::for_each_finishing;
+pub use disabling::Disabled;
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -129,6 +131,9 @@ pub struct World {
     removals: Removals,
     /// Component hooks and the structural work they deferred ([`World::set_hooks`]).
     pub(crate) hooks: Hooks,
+    /// The disabling markers ([`Disabled`]'s and [`World::register_disabling_component`]'s),
+    /// by type: queries skip the archetypes that hold one unless they name it.
+    disabling: SmallVec<[TypeId; 2]>,
 }
 
 impl Default for World {
@@ -184,6 +189,7 @@ impl World {
             storage,
             removals: Removals::default(),
             hooks: Hooks::default(),
+            disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty =
@@ -229,6 +235,7 @@ const _: () = {
 mod access;
 mod batch;
 mod despawn;
+mod disabling;
 mod graph;
 #[cfg(test)]
 mod hook_tests;

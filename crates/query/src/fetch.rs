@@ -27,6 +27,10 @@ pub struct StorageSummary {
     pub named_unresolved: bool,
     /// Every sparse-set component any term names, required or not (may repeat).
     pub named_sparse: SmallVec<[ComponentId; 4]>,
+    /// Every registered component any term names, required or not (may repeat): a query
+    /// that names a disabling marker ([`Disabled`](folio_archetype::Disabled)) sees the
+    /// entities that have it.
+    pub named: SmallVec<[ComponentId; 4]>,
 }
 
 impl StorageSummary {
@@ -37,6 +41,7 @@ impl StorageSummary {
         self.named_table |= inner.named_table;
         self.named_unresolved |= inner.named_unresolved;
         self.named_sparse.extend_from_slice(&inner.named_sparse);
+        self.named.extend_from_slice(&inner.named);
     }
 
     /// The one sparse-set component a query may iterate densely: the query requires it, and
@@ -106,6 +111,9 @@ impl ComponentTerm {
 
     /// Records this term in `summary`: `required` for terms every match must have.
     pub fn summarize(&self, summary: &mut StorageSummary, required: bool) {
+        if let Some((id, _)) = self.resolved {
+            summary.named.push(id);
+        }
         match self.resolved {
             None => {
                 summary.unresolved_required |= required;
