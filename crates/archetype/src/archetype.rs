@@ -78,6 +78,8 @@ pub struct Archetype {
     /// The union of its components' hook kinds (`crate::hooks::HookFlags`), kept by the world
     /// as hooks are set: an operation on an entity whose archetype has none skips the look-ups.
     hook_flags: u8,
+    /// Whether it holds a disabling marker (see [`Archetype::is_disabled`]).
+    disabled: bool,
 }
 
 /// A cached transition of the archetype graph.
@@ -126,7 +128,21 @@ impl Archetype {
             insert_edges: Vec::new(),
             remove_edges: Vec::new(),
             hook_flags: 0,
+            disabled: false,
         }
+    }
+
+    /// Whether the archetype holds a disabling marker ([`Disabled`](crate::Disabled) or one
+    /// registered with [`World::register_disabling_component`](crate::World)): queries that
+    /// do not name the marker skip it.
+    #[inline]
+    pub fn is_disabled(&self) -> bool {
+        self.disabled
+    }
+
+    /// Marks the archetype as holding a disabling marker (at its creation).
+    pub(crate) fn set_disabled(&mut self, disabled: bool) {
+        self.disabled = disabled;
     }
 
     /// The union of its components' hook kinds.

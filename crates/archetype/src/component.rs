@@ -6,10 +6,10 @@ use std::alloc::Layout;
 use std::any::TypeId;
 use std::fmt;
 
-use ahash::AHashMap;
 use folio_storage::{DropFn, drop_fn_of};
 
 use crate::error::ComponentError;
+use crate::type_map::TypeIdMap;
 
 /// A component: any `Send + Sync + 'static` type (a blanket impl, no derive).
 ///
@@ -108,7 +108,7 @@ impl ComponentInfo {
 #[derive(Debug, Default)]
 pub struct Components {
     infos: Vec<ComponentInfo>,
-    by_type: AHashMap<TypeId, ComponentId>,
+    by_type: TypeIdMap<ComponentId>,
 }
 
 impl Components {

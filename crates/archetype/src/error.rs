@@ -34,6 +34,13 @@ pub enum ComponentError {
         /// The bundle type's name.
         bundle: &'static str,
     },
+    /// A component was made a disabling marker
+    /// ([`World::register_disabling_component`](crate::World::register_disabling_component))
+    /// after entities had it: register disabling markers before their first use.
+    DisablingInUse {
+        /// The component type's name.
+        name: &'static str,
+    },
 }
 
 impl fmt::Display for ComponentError {
@@ -60,6 +67,11 @@ impl fmt::Display for ComponentError {
             Self::DuplicateComponent { name, bundle } => {
                 write!(f, "bundle {bundle} contains component {name} more than once")
             }
+            Self::DisablingInUse { name } => write!(
+                f,
+                "component {name} is in use already: make it a disabling marker \
+                 (World::register_disabling_component) before any entity has it"
+            ),
         }
     }
 }

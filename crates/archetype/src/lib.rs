@@ -35,6 +35,7 @@ mod removed;
 mod resource;
 mod table;
 mod tick;
+mod type_map;
 mod unwind;
 mod world;
 
@@ -51,6 +52,6 @@ pub use resource::{FromWorld, ResourceTicks};
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{
-    BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, EdgeStats, MemoryStats, TableMemory,
-    World, WorldId,
+    BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM, Disabled, EdgeStats, MemoryStats,
+    TableMemory, World, WorldId,
 };

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ahash::AHashMap;
 use folio_storage::{ComponentSparseSet, Entities, StorageConfig};
+use smallvec::SmallVec;
 
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::bundle::{BundleInfo, ComponentIds};
@@ -21,7 +22,9 @@ use crate::hooks::Hooks;
 use crate::removed::Removals;
 use crate::resource::Resource;
 use crate::table::{ColumnMap, Table, TableId};
+use crate::type_map::TypeIdMap;
 use crate::unwind::for_each_finishing;
+pub use disabling::Disabled;
 
 /// How often the archetype graph's cached edges were used, and how often one had to be built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,7 +108,7 @@ pub struct World {
     /// By component index; `Some` for sparse-set components once used.
     sparse_sets: Vec<Option<ComponentSparseSet>>,
     bundles: Vec<BundleInfo>,
-    bundle_index: AHashMap<TypeId, usize>,
+    bundle_index: TypeIdMap<usize>,
     /// The bundle looked up last, so a run of spawns or inserts of one bundle type skips the
     /// hash look-up.
     last_bundle: Option<(TypeId, usize)>,
@@ -113,7 +116,7 @@ pub struct World {
     spawn_plans: Vec<Option<SpawnPlan>>,
     /// The row-move plans of the graph edges that have one ([`Edge::plan`] indexes this).
     move_plans: Vec<MovePlan>,
-    resources: AHashMap<TypeId, Resource>,
+    resources: TypeIdMap<Resource>,
     /// The tick that writes made now are stamped with (see [`World::increment_change_tick`]).
     change_tick: AtomicU32,
     /// The tick of the last [`World::check_change_ticks`] (the first tick before any), and how
@@ -128,6 +131,9 @@ pub struct World {
     removals: Removals,
     /// Component hooks and the structural work they deferred ([`World::set_hooks`]).
     pub(crate) hooks: Hooks,
+    /// The disabling markers ([`Disabled`]'s and [`World::register_disabling_component`]'s),
+    /// by type: queries skip the archetypes that hold one unless they name it.
+    disabling: SmallVec<[TypeId; 2]>,
 }
 
 impl Default for World {
@@ -171,11 +177,11 @@ impl World {
             archetype_index: AHashMap::default(),
             sparse_sets: Vec::new(),
             bundles: Vec::new(),
-            bundle_index: AHashMap::default(),
+            bundle_index: TypeIdMap::default(),
             last_bundle: None,
             spawn_plans: Vec::new(),
             move_plans: Vec::new(),
-            resources: AHashMap::default(),
+            resources: TypeIdMap::default(),
             change_tick: AtomicU32::new(1),
             checked_at: 1,
             checked_total: 1,
@@ -183,6 +189,7 @@ impl World {
             storage,
             removals: Removals::default(),
             hooks: Hooks::default(),
+            disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty =
@@ -228,6 +235,7 @@ const _: () = {
 mod access;
 mod batch;
 mod despawn;
+mod disabling;
 mod graph;
 #[cfg(test)]
 mod hook_tests;

@@ -116,6 +116,7 @@ impl<'w> ColumnFetch<'w> {
 // - `update_access` records a read of `T` and requires it (`with`).
 // - `matches` requires `T`, the only component read.
 unsafe impl<T: Component> WorldQuery for &T {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = ColumnFetch<'w>;
 
@@ -533,6 +534,7 @@ impl<D: WorldQuery> Clone for OptionFetch<'_, D> {
 //   requires nothing).
 // - the inner fetch is only used for archetypes the inner term matches.
 unsafe impl<D: QueryData> WorldQuery for Option<D> {
+    const READS_TICKS: bool = D::READS_TICKS;
     type State = D::State;
     type Fetch<'w> = OptionFetch<'w, D>;
 
@@ -659,6 +661,7 @@ pub struct EntityFetch {
 
 // SAFETY: reads no component; matches every archetype.
 unsafe impl WorldQuery for Entity {
+    const READS_TICKS: bool = false;
     type State = ();
     type Fetch<'w> = EntityFetch;
 

@@ -27,6 +27,10 @@ pub struct StorageSummary {
     pub named_unresolved: bool,
     /// Every sparse-set component any term names, required or not (may repeat).
     pub named_sparse: SmallVec<[ComponentId; 4]>,
+    /// Every registered component any term names, required or not (may repeat): a query
+    /// that names a disabling marker ([`Disabled`](folio_archetype::Disabled)) sees the
+    /// entities that have it.
+    pub named: SmallVec<[ComponentId; 4]>,
 }
 
 impl StorageSummary {
@@ -37,6 +41,7 @@ impl StorageSummary {
         self.named_table |= inner.named_table;
         self.named_unresolved |= inner.named_unresolved;
         self.named_sparse.extend_from_slice(&inner.named_sparse);
+        self.named.extend_from_slice(&inner.named);
     }
 
     /// The one sparse-set component a query may iterate densely: the query requires it, and
@@ -106,6 +111,9 @@ impl ComponentTerm {
 
     /// Records this term in `summary`: `required` for terms every match must have.
     pub fn summarize(&self, summary: &mut StorageSummary, required: bool) {
+        if let Some((id, _)) = self.resolved {
+            summary.named.push(id);
+        }
         match self.resolved {
             None => {
                 summary.unresolved_required |= required;
@@ -223,6 +231,13 @@ pub unsafe trait WorldQuery {
     type State: Send + Sync + 'static;
     /// Raw pointers into the current table (or sparse sets), valid for `'w`.
     type Fetch<'w>: Clone;
+
+    /// Whether the fetch reads the `last_run`/`this_run` ticks [`WorldQuery::init_fetch`] is
+    /// given (to compare change ticks, or to stamp them on a write). When no term of a query
+    /// does, a lookup ([`QueryState::get`](crate::QueryState::get)) skips reading the ticks:
+    /// `&T`, `Entity`, `With<T>`, `Without<T>` and `Has<T>` say `false`. The default, `true`,
+    /// is always correct.
+    const READS_TICKS: bool = true;
 
     /// The state for `world`.
     fn init_state(world: &World) -> Self::State;

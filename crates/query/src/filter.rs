@@ -1,5 +1,5 @@
-//! The [`QueryFilter`] terms: [`With`], [`Without`], [`Added`], [`Changed`], [`Or`], and tuples
-//! (all must pass).
+//! The [`QueryFilter`] terms: [`With`], [`Without`], [`Allow`], [`Added`], [`Changed`], [`Or`],
+//! and tuples (all must pass).
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -23,6 +23,7 @@ pub struct Without<T>(PhantomData<fn() -> T>);
 
 // SAFETY: reads nothing; `matches` requires `T`.
 unsafe impl<T: Component> WorldQuery for With<T> {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = ();
 
@@ -84,6 +85,7 @@ impl<T: Component> ArchetypeFilter for With<T> {}
 
 // SAFETY: reads nothing; an entity without `T` is never fetched for `T`.
 unsafe impl<T: Component> WorldQuery for Without<T> {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = ();
 
@@ -142,6 +144,86 @@ unsafe impl<T: Component> QueryFilter for Without<T> {
 }
 
 impl<T: Component> ArchetypeFilter for Without<T> {}
+
+/// Matches every entity, and lets the query see the entities that have the disabling marker
+/// `T` ([`Disabled`](folio_archetype::Disabled), or one registered with
+/// `World::register_disabling_component`), which queries skip unless they name it. Reads
+/// nothing; `With<Disabled>` instead sees only the disabled ones.
+///
+/// ```
+/// use folio_query::{Allow, Disabled, World, WorldQueryExt};
+///
+/// struct Health(u32);
+///
+/// let mut world = World::new();
+/// world.spawn((Health(10),));
+/// world.spawn((Health(20), Disabled));
+/// assert_eq!(world.query::<&Health>().iter(&world).count(), 1);
+/// assert_eq!(world.query_filtered::<&Health, Allow<Disabled>>().iter(&world).count(), 2);
+/// ```
+pub struct Allow<T>(PhantomData<fn() -> T>);
+
+// SAFETY: reads nothing; matches every archetype (the state names `T` only so that a query
+// with it sees the archetypes that hold the marker).
+unsafe impl<T: Component> WorldQuery for Allow<T> {
+    const READS_TICKS: bool = false;
+    type State = ComponentTerm;
+    type Fetch<'w> = ();
+
+    fn init_state(world: &World) -> ComponentTerm {
+        ComponentTerm::new::<T>(world)
+    }
+
+    fn refresh_state(state: &mut ComponentTerm, world: &World) -> bool {
+        state.refresh(world)
+    }
+
+    fn update_access(_: &mut FilteredAccess) -> Result<(), QueryError> {
+        Ok(())
+    }
+
+    fn summarize(state: &ComponentTerm, summary: &mut StorageSummary) {
+        state.summarize(summary, false);
+    }
+
+    fn matches(_: &ComponentTerm, _: &impl Fn(ComponentId) -> bool) -> bool {
+        true
+    }
+
+    unsafe fn init_fetch(_: &World, _: &ComponentTerm, _: u32, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn set_table(_: &mut (), _: &ComponentTerm, _: &Table) {}
+
+    #[inline(always)]
+    unsafe fn set_sparse_set(
+        _: &mut (),
+        _: &ComponentTerm,
+        _: ComponentId,
+        _: &ComponentSparseSet,
+    ) {
+    }
+
+    #[inline(always)]
+    unsafe fn set_archetype<'w>(_: &mut (), _: &ComponentTerm, _: &'w Archetype, _: &'w Table) {}
+}
+
+// SAFETY: reads nothing.
+unsafe impl<T: Component> QueryFilter for Allow<T> {
+    const IS_ARCHETYPAL: bool = true;
+
+    #[inline(always)]
+    unsafe fn filter_fetch(_: &mut (), _: Entity, _: usize) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    unsafe fn filter_fetch_table(_: &mut (), _: usize) -> bool {
+        true
+    }
+}
+
+impl<T: Component> ArchetypeFilter for Allow<T> {}
 
 /// Where one component's ticks are for the current table or archetype.
 pub struct TickFetch<'w> {
@@ -344,6 +426,7 @@ macro_rules! or_filter {
         unsafe impl<$($name: QueryFilter),+> WorldQuery for Or<($($name,)+)> {
             type State = ($($name::State,)+);
             type Fetch<'w> = ($(OrFetch<'w, $name>,)+);
+            const READS_TICKS: bool = false $(|| $name::READS_TICKS)+;
 
             fn init_state(world: &World) -> Self::State {
                 ($($name::init_state(world),)+)

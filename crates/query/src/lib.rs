@@ -62,7 +62,7 @@ pub use fetch::{
     ArchetypeFilter, ComponentTerm, QueryData, QueryFilter, ReadOnlyQueryData, StorageSummary,
     WorldQuery,
 };
-pub use filter::{Added, Changed, Or, OrFetch, TickFetch, With, Without};
+pub use filter::{Added, Allow, Changed, Or, OrFetch, TickFetch, With, Without};
 pub use folio_archetype::*;
 pub use iter::QueryIter;
 pub use many::QueryManyIter;

@@ -85,6 +85,9 @@ pub struct Matches {
     /// archetype that has it matches, so every entity of its set is a match and the set's
     /// dense arrays are walked like a table's columns (no lookup per entity).
     pub(crate) dense_set: Option<folio_archetype::ComponentId>,
+    /// Every component the query names: the disabling markers among them do not hide the
+    /// entities that have them.
+    named: SmallVec<[folio_archetype::ComponentId; 4]>,
 }
 
 fn set_bit(bits: &mut Vec<u64>, index: usize) -> bool {
@@ -122,6 +125,7 @@ impl Matches {
                 IterMode::Sparse => summary.dense_sparse_candidate(),
                 _ => None,
             },
+            named: summary.named.clone(),
         }
     }
 
@@ -133,6 +137,13 @@ impl Matches {
     ) -> Option<(folio_archetype::ComponentId, &'w folio_archetype::ComponentSparseSet)> {
         let id = self.dense_set.filter(|_| !self.none)?;
         world.sparse_set(id).map(|set| (id, set))
+    }
+
+    /// Whether the query sees the entities of `archetype`, which holds a disabling marker: only
+    /// when it names every marker there (`With<Disabled>`, `Has<Disabled>`,
+    /// `Allow<Disabled>`, ...).
+    fn sees_disabled(&self, archetype: &folio_archetype::Archetype, world: &World) -> bool {
+        archetype.components().iter().all(|&id| !world.is_disabling(id) || self.named.contains(&id))
     }
 
     /// Whether `Sparse` mode walks one set densely (see `dense_set`).
@@ -298,7 +309,20 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
     /// # Panics
     /// When `world` is not the world the state was built for.
     #[track_caller]
+    #[inline]
     pub fn update_archetypes(&mut self, world: &World) {
+        // The common case, inline: the right world and no archetype made since. Every lookup
+        // (`get`) passes here, so it must cost a couple of compares, not a call.
+        if world.id() == self.world_id && world.archetypes().len() == self.archetype_generation {
+            return;
+        }
+        self.match_new_archetypes(world);
+    }
+
+    /// The rest of [`Self::update_archetypes`], out of line.
+    #[track_caller]
+    #[inline(never)]
+    fn match_new_archetypes(&mut self, world: &World) {
         if let Err(e) = self.validate_world(world) {
             panic!("{e}");
         }
@@ -320,7 +344,9 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         }
         for archetype in &archetypes[self.archetype_generation..] {
             let contains = |id| archetype.contains(id);
-            let matched = D::matches(&self.data, &contains) && F::matches(&self.filter, &contains);
+            let matched = D::matches(&self.data, &contains)
+                && F::matches(&self.filter, &contains)
+                && (!archetype.is_disabled() || self.matches.sees_disabled(archetype, world));
             if let Some(id) = self.matches.dense_set {
                 // An archetype with the set's component that the query rejects (`Without<C>`,
                 // say): the set holds non-matching entities, so it cannot be walked blindly.
@@ -372,8 +398,13 @@ impl<D: QueryData, F: QueryFilter> QueryState<D, F> {
         (last_run, this_run)
     }
 
-    /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`).
+    /// The ticks for a look that does not count as a run (`get`, `single`, `is_empty`); none
+    /// are read (zeros) when no term of the query reads them.
+    #[inline]
     fn peek_ticks(&self, world: &World) -> (u32, u32) {
+        if !(D::READS_TICKS || F::READS_TICKS) {
+            return (0, 0);
+        }
         let this_run = system_tick(world).unwrap_or_else(|| world.change_tick());
         (self.last_run_for(this_run, world.absolute_tick(this_run)), this_run)
     }

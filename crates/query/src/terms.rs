@@ -245,6 +245,7 @@ pub struct HasFetch {
 //   `T` then keeps the query off the `Tables` path, where archetypes that differ in `T` share
 //   a table.
 unsafe impl<T: Component> WorldQuery for Has<T> {
+    const READS_TICKS: bool = false;
     type State = ComponentTerm;
     type Fetch<'w> = HasFetch;
 

@@ -335,3 +335,30 @@ fn a_system_tick_stands_in_for_a_new_tick_on_its_world_only_and_is_restored() {
     assert_eq!(q.last_run(), Some(before + 1), "no system tick once the panic unwound");
     assert_eq!(q.get(&world, e).unwrap(), &Pos(0.0));
 }
+
+#[test]
+fn only_terms_that_compare_or_stamp_ticks_read_them() {
+    fn reads<Q: WorldQuery>() -> bool {
+        Q::READS_TICKS
+    }
+    assert!(!reads::<(Entity, &Pos, Option<&Vel>, Has<Frozen>)>());
+    assert!(!reads::<(With<Pos>, Without<Frozen>)>());
+    assert!(!reads::<()>());
+    assert!(reads::<&mut Pos>());
+    assert!(reads::<Ref<Pos>>());
+    assert!(reads::<Option<&mut Pos>>());
+    assert!(reads::<(&Pos, Changed<Vel>)>());
+    assert!(reads::<Or<(With<Pos>, Added<Vel>)>>());
+
+    // A lookup whose filter compares ticks still sees changes made since the state's last run,
+    // beside a tick-free state looking at the same entity.
+    let mut world = world();
+    let e = world.spawn((Pos(0.0), Vel(0.0)));
+    let mut changed = world.query_filtered::<&Pos, Changed<Vel>>();
+    let mut plain = world.query::<&Pos>();
+    changed.iter(&world).for_each(drop); // a run: from now on, only new changes count
+    assert_eq!(changed.get(&world, e), Err(QueryError::DoesNotMatch(e)));
+    world.get_mut::<Vel>(e).unwrap().0 = 1.0;
+    assert_eq!(changed.get(&world, e), Ok(&Pos(0.0)));
+    assert_eq!(plain.get(&world, e), Ok(&Pos(0.0)));
+}

@@ -107,6 +107,7 @@ impl World {
     }
 
     /// A pointer to `entity`'s component `c`, given its location.
+    #[inline]
     pub(super) fn component_ptr(
         &self,
         entity: Entity,

@@ -18,6 +18,14 @@ impl World {
         &mut self,
         storage: StorageType,
     ) -> Result<ComponentId, ComponentError> {
+        if storage == StorageType::SparseSet && self.is_disabling_type(TypeId::of::<T>()) {
+            // A disabling marker decides the table (see `register_disabling_component`).
+            return Err(ComponentError::StorageConflict {
+                name: std::any::type_name::<T>(),
+                registered: StorageType::Table,
+                requested: storage,
+            });
+        }
         let id = self.components.register_with::<T>(storage)?;
         self.removals.resolve_pending(&self.components);
         Ok(id)
@@ -130,6 +138,7 @@ impl World {
         let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
         let mut archetype = Archetype::new(id, table_id, components.clone(), sparse);
         archetype.set_hook_flags(self.hooks.flags_of(&components));
+        archetype.set_disabled(self.holds_disabling(&components));
         // Tables are made in order, each right before its first archetype (the empty table
         // before the empty archetype), so a table without an owner entry has no archetype yet.
         match self.table_owner.get_mut(table_id.index()) {

@@ -37,6 +37,12 @@ impl World {
         let mut total = 0;
         for archetype in &self.archetypes {
             let table = &self.tables[archetype.table_id().index()];
+            assert_eq!(
+                archetype.is_disabled(),
+                self.holds_disabling(archetype.components()),
+                "archetype {:?}: disabled flag vs its components",
+                archetype.id()
+            );
             if !archetype.is_listed() {
                 let owner = self.table_owner[archetype.table_id().index()];
                 assert_eq!(owner, Some(archetype.id()), "unlisted archetype shares its table");

@@ -14,6 +14,7 @@ macro_rules! tuple_query {
         unsafe impl<$($name: WorldQuery),*> WorldQuery for ($($name,)*) {
             type State = ($($name::State,)*);
             type Fetch<'w> = ($($name::Fetch<'w>,)*);
+            const READS_TICKS: bool = false $(|| $name::READS_TICKS)*;
 
             fn init_state(world: &World) -> Self::State {
                 ($($name::init_state(world),)*)

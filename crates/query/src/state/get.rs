@@ -313,11 +313,10 @@ unsafe fn get_in<'w, D: QueryData, F: QueryFilter>(
     this_run: u32,
 ) -> Result<D::Item<'w>, QueryError> {
     let loc = world.entities().location(entity).ok_or(QueryError::NoSuchEntity(entity))?;
-    let archetype_id = world.archetypes()[loc.archetype_id as usize].id();
-    if !matches.contains_archetype(archetype_id) {
+    let archetype = &world.archetypes()[loc.archetype_id as usize];
+    if !matches.contains_archetype(archetype.id()) {
         return Err(QueryError::DoesNotMatch(entity));
     }
-    let archetype = &world.archetypes()[archetype_id.index()];
     let table = &world.tables()[archetype.table_id().index()];
     // SAFETY:
     // - the caller holds the access; the archetype matches both terms (checked above).

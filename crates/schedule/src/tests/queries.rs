@@ -79,3 +79,37 @@ fn a_system_reads_many_entities_at_once_through_its_query() {
     assert_eq!(world.get::<A>(x), Some(&A(6)));
     assert_eq!(world.get::<A>(y), Some(&A(6)));
 }
+
+#[test]
+fn systems_do_not_see_disabled_entities_until_they_are_enabled() {
+    fn bump(mut all: Query<&mut A>) {
+        for mut a in all.iter_mut() {
+            a.0 += 1;
+        }
+    }
+    fn the_one(one: Single<Entity, With<A>>, mut seen: ResMut<Vec<Entity>>) {
+        seen.push(*one);
+    }
+    fn enable(mut commands: Commands, off: Query<Entity, With<Disabled>>) {
+        for e in off.iter() {
+            commands.entity(e).remove::<(Disabled,)>();
+        }
+    }
+    let mut world = World::new();
+    world.insert_resource(Vec::<Entity>::new());
+    let on = world.spawn((A(0),));
+    let off = world.spawn((A(0), Disabled));
+    let mut schedule = Schedule::new();
+    schedule.add_systems((bump, the_one));
+    schedule.run(&mut world).unwrap();
+    assert_eq!(world.get::<A>(on), Some(&A(1)));
+    assert_eq!(world.get::<A>(off), Some(&A(0)));
+    assert_eq!(world.resource::<Vec<Entity>>().unwrap(), &vec![on], "`Single` sees one");
+
+    world.run_system_once(enable).unwrap();
+    world.check_invariants();
+    let mut bump_only = Schedule::new();
+    bump_only.add_systems(bump);
+    bump_only.run(&mut world).unwrap();
+    assert_eq!(world.get::<A>(off), Some(&A(1)), "enabled: seen again");
+}
