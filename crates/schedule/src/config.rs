@@ -194,9 +194,11 @@ impl SystemConfig {
 /// Something that becomes one configured system.
 pub trait IntoSystemConfig<Marker>: Sized {
     /// The configuration.
+    #[track_caller]
     fn into_config(self) -> SystemConfig;
 
     /// Runs this system before every system `other` names.
+    #[track_caller]
     fn before<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.before.push(other.label());
@@ -204,6 +206,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     }
 
     /// Runs this system after every system `other` names.
+    #[track_caller]
     fn after<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.after.push(other.label());
@@ -213,6 +216,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// Puts this system in `set` (see
     /// [`Schedule::configure_set`](crate::Schedule::configure_set)), and so in every set `set`
     /// is nested in.
+    #[track_caller]
     fn in_set(self, set: impl SystemSet) -> SystemConfig {
         let mut config = self.into_config();
         config.sets.push(ErasedSet::new(set));
@@ -221,6 +225,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
 
     /// Runs this system only when `condition` (a system returning `bool`, evaluated right
     /// before it) says so.
+    #[track_caller]
     fn run_if<M>(self, condition: impl IntoSystem<bool, M>) -> SystemConfig {
         let mut config = self.into_config();
         config.conditions.push(Box::new(condition.into_system()));
@@ -328,11 +333,13 @@ pub struct SystemConfigs(pub(crate) Vec<SystemConfig>);
 )]
 pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.
+    #[track_caller]
     fn into_configs(self) -> SystemConfigs;
 
     /// Runs each system after the one before it in the list: that very system, so a chain may
     /// name one function twice, or pass through several [`ApplyDeferred`] sync points. Nested
     /// tuples are flattened first: `((a, b), c).chain()` runs `a`, `b`, `c` in that order.
+    #[track_caller]
     fn chain(self) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in configs.0.iter_mut().skip(1) {
@@ -342,6 +349,7 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     }
 
     /// Puts every system of the list in `set`.
+    #[track_caller]
     fn all_in_set(self, set: impl SystemSet) -> SystemConfigs {
         let set = ErasedSet::new(set);
         let mut configs = self.into_configs();
@@ -428,6 +436,7 @@ impl SetConfig {
 
     /// The set's systems run only when `condition` says so; set conditions are evaluated once
     /// per schedule run, before any system runs, in the order the sets were first configured.
+    #[track_caller]
     pub fn run_if<M>(mut self, condition: impl IntoSystem<bool, M>) -> Self {
         self.conditions.push(Box::new(condition.into_system()));
         self

@@ -134,6 +134,7 @@ pub trait RunSystemOnce {
     /// ([`ScheduleError::ConflictingParams`] and [`ScheduleError::Query`] if it cannot be
     /// initialized, [`ScheduleError::InvalidParam`], [`ScheduleError::SystemPanicked`]; a
     /// missing resource that a `Res` or `ResMut` needs is a panic, so the latter).
+    #[track_caller]
     fn run_system_once<Out: 'static, M, S: IntoSystem<Out, M>>(
         &mut self,
         system: S,
@@ -141,6 +142,7 @@ pub trait RunSystemOnce {
 
     /// Keeps `system` in the world, to run by the returned id; it is initialized on its first
     /// run, and its state (`Local`s, change ticks, event cursors) persists between runs.
+    #[track_caller]
     fn register_system<Out: 'static, M, S: IntoSystem<Out, M>>(
         &mut self,
         system: S,
