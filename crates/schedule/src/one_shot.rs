@@ -7,7 +7,7 @@ use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 
 use folio_query::{World, WorldId};
 
@@ -272,11 +272,14 @@ impl Commands<'_, '_> {
     /// Runs registered system `id` ([`RunSystemOnce::run_system`]) when the commands are
     /// applied, in order with the others; its own commands are applied right after it. If it
     /// cannot run (an unknown id, a `Single` without its one match) or panics, the command
-    /// panics with the error, which the schedule reports as a panic of this system's commands.
+    /// panics with the error and the place `run_system` was called at, which the schedule reports as
+    /// a panic of this system's commands.
+    #[track_caller]
     pub fn run_system(&mut self, id: SystemId) {
+        let caller = Location::caller();
         self.add(move |world| {
             if let Err(error) = world.run_system(id) {
-                panic!("{error}");
+                panic!("Commands::run_system (buffered at {caller}): {error}");
             }
         });
     }

@@ -483,8 +483,12 @@ impl<T> SparseSet<T> {
     ///
     /// # Panics
     /// When the OS refuses memory or the set is full; [`Self::try_insert`] returns the error.
+    #[track_caller]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
-        self.try_insert(entity, value).unwrap_or_else(|(_, e)| panic!("SparseSet::insert: {e}"))
+        match self.try_insert(entity, value) {
+            Ok(old) => old,
+            Err((_, e)) => panic!("SparseSet::insert: {e}"),
+        }
     }
 
     /// Inserts `value` for `entity`, or gives it back with the reason it did not fit.

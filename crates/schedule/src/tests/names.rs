@@ -100,7 +100,22 @@ fn a_closure_s_missing_resource_names_its_line() {
     let err = schedule.run(&mut World::new()).unwrap_err();
     let ScheduleError::SystemPanicked { system, message } = &err else { panic!("{err}") };
     assert!(system.contains(&place(line)), "{err}");
-    assert!(message.contains(&place(line)) && message.contains("Missing"), "{err}");
+    assert!(message.contains(&place(line)) && message.contains("`Res<Missing>`"), "{err}");
+}
+
+#[test]
+fn a_removed_event_queue_names_the_system_and_the_parameter() {
+    struct Ping;
+    fn listen(_: EventReader<Ping>) {}
+    let mut world = World::new();
+    let mut schedule = Schedule::new();
+    schedule.add_systems(listen);
+    schedule.run(&mut world).unwrap();
+    world.remove_resource::<Events<Ping>>();
+    let err = schedule.run(&mut world).unwrap_err();
+    let ScheduleError::SystemPanicked { system, message } = &err else { panic!("{err}") };
+    assert_eq!(system, "listen");
+    assert!(message.contains("system `listen`: parameter `EventReader<Ping>`"), "{err}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ impl Entities {
     /// # Panics
     /// When all indices are in use, reserved or retired; [`Self::try_reserve`] returns the error.
     #[inline]
+    #[track_caller]
     pub fn reserve(&self) -> Entity {
         match self.try_reserve() {
             Ok(entity) => entity,
@@ -74,6 +75,7 @@ impl Entities {
     /// # Panics
     /// When the OS refuses memory for the new metas (before anything changes;
     /// [`Self::try_flush`] returns that as an error), or when `init` panics.
+    #[track_caller]
     pub fn flush(&mut self, init: impl FnMut(Entity, &mut EntityLocation)) {
         let pending = self.reserved_len();
         if let Err(e) = self.try_flush(init) {
@@ -141,6 +143,7 @@ impl Entities {
     ///
     /// # Panics
     /// When no reservation is pending.
+    #[track_caller]
     pub fn flush_front(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         assert!(*self.reserved.get_mut() > 0, "Entities::flush_front: nothing is reserved");
         let entity = match self.free_len {
