@@ -357,6 +357,9 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
     fn note_position(&mut self, position: usize, count: usize) {
         if self.named_by_place {
             add_position(&mut self.meta.name, position, count);
+            if let Some(ScheduleError::ConflictingParams { system, .. }) = &mut self.error {
+                system.clone_from(&self.meta.name);
+            }
         }
     }
 }

@@ -131,3 +131,12 @@ fn closures_run_on_their_own_are_named_by_the_call() {
     let ScheduleError::SystemPanicked { system, .. } = &err else { panic!("{err}") };
     assert!(system.contains(&place(line)), "{err}");
 }
+
+#[test]
+fn a_conflict_in_one_of_several_closures_names_which() {
+    let mut schedule = Schedule::new();
+    let line = line!() + 1;
+    let err = schedule.try_add_systems((|| {}, |_: Query<&mut A>, _: Query<&A>| {})).err().unwrap();
+    let ScheduleError::ConflictingParams { system, .. } = &err else { panic!("{err}") };
+    assert!(system.contains(&place(line)) && system.ends_with(", system 2 of 2)"), "{err}");
+}
