@@ -487,7 +487,7 @@ impl<T> SparseSet<T> {
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
         match self.try_insert(entity, value) {
             Ok(old) => old,
-            Err((_, e)) => panic!("SparseSet::insert: {e}"),
+            Err((_, e)) => insert_failed(e),
         }
     }
 
@@ -570,6 +570,14 @@ impl<T: Send + Sync> Default for SparseSet<T> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The panic of [`SparseSet::insert`]: out of line, so the insert itself stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn insert_failed(e: StorageError) -> ! {
+    panic!("SparseSet::insert: {e}")
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ impl Entities {
     pub fn reserve(&self) -> Entity {
         match self.try_reserve() {
             Ok(entity) => entity,
-            Err(e) => panic!("Entities::reserve: cannot reserve another entity: {e}"),
+            Err(e) => reserve_failed(e),
         }
     }
 
@@ -180,4 +180,12 @@ impl Entities {
     fn release_freed_while_reserved(&mut self) {
         self.free_len = self.free.len();
     }
+}
+
+/// The panic of [`Entities::reserve`]: out of line, so the reservation itself stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn reserve_failed(e: StorageError) -> ! {
+    panic!("Entities::reserve: cannot reserve another entity: {e}")
 }
