@@ -933,6 +933,18 @@ fn misuse_panics_point_at_the_caller_s_line() {
     case(line!(), &mut || _ = world.archetype_entities(foreign_archetype));
     let only = world.archetypes()[0].id();
     case(line!(), &mut || _ = world.archetype_entities(only).range(0, 1).count());
+    // A view whose entity a hook's deferred work despawned.
+    struct Doomed;
+    fn doom(world: &mut folio::archetype::DeferredWorld<'_>, e: Entity) {
+        world.defer(move |world| world.despawn(e).unwrap());
+    }
+    let mut hooked = World::new();
+    hooked.set_hooks::<Doomed>(folio::archetype::ComponentHooks::new().on_add(doom));
+    let e = hooked.spawn((Health(0),));
+    let mut view = hooked.entity_mut(e).unwrap();
+    view.insert((Doomed,)).unwrap();
+    case(line!(), &mut || _ = view.archetype());
+    case(line!(), &mut || _ = view.as_ref());
     // The storage crate's.
     let mut entities = Entities::with_max_entities(1);
     let dead = entities.alloc();
