@@ -912,9 +912,67 @@ fn misuse_panics_point_at_the_caller_s_line() {
     let add = std::panic::catch_unwind(|| {
         Schedule::new().add_systems(heal);
     });
-    std::panic::set_hook(previous);
     assert!(spawn.is_err() && batch.is_err() && add.is_err());
+    let mut expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
+    // Each call below is on the line `line!()` names, and must panic there.
+    let mut case = |line: u32, call: &mut dyn FnMut()| {
+        expected.push((file!().to_owned(), line));
+        let result = catch_unwind(AssertUnwindSafe(call));
+        assert!(result.is_err(), "the call on line {line} did not panic");
+    };
+    use folio::storage::{Entities, EntityLocation, HandleMap, VirtualVec};
+    // The world's and the archetype crate's.
+    let mut other = World::new();
+    other.spawn((Health(1), 1u8, 2u16, 3u32, 4u64));
+    other.spawn((1u8,));
+    other.spawn((2u16,));
+    other.spawn((3u32,));
+    let foreign = other.components().id::<u64>().unwrap();
+    let foreign_archetype = other.archetypes().last().unwrap().id();
+    case(line!(), &mut || _ = world.components().info(foreign));
+    case(line!(), &mut || _ = world.archetype_entities(foreign_archetype));
+    let only = world.archetypes()[0].id();
+    case(line!(), &mut || _ = world.archetype_entities(only).range(0, 1).count());
+    // A view whose entity a hook's deferred work despawned.
+    struct Doomed;
+    fn doom(world: &mut folio::archetype::DeferredWorld<'_>, e: Entity) {
+        world.defer(move |world| world.despawn(e).unwrap());
+    }
+    let mut hooked = World::new();
+    hooked.set_hooks::<Doomed>(folio::archetype::ComponentHooks::new().on_add(doom));
+    let e = hooked.spawn((Health(0),));
+    let mut view = hooked.entity_mut(e).unwrap();
+    view.insert((Doomed,)).unwrap();
+    case(line!(), &mut || _ = view.archetype());
+    case(line!(), &mut || _ = view.as_ref());
+    // The storage crate's.
+    let mut entities = Entities::with_max_entities(1);
+    let dead = entities.alloc();
+    entities.free(dead).unwrap();
+    let _ = entities.reserve();
+    case(line!(), &mut || _ = entities.alloc());
+    case(line!(), &mut || _ = entities.try_alloc());
+    case(line!(), &mut || _ = entities.next_alloc());
+    case(line!(), &mut || _ = entities.reserve());
+    entities.flush(|_, _| {});
+    case(line!(), &mut || _ = entities.flush_front(EntityLocation::INVALID));
+    case(line!(), &mut || entities.set_location(dead, EntityLocation::INVALID));
+    case(line!(), &mut || entities.set_block_locations(&[dead], 0, 0));
+    case(line!(), &mut || _ = entities.alloc());
+    let mut map = HandleMap::new();
+    let stale = map.insert(1u32);
+    map.remove(stale);
+    case(line!(), &mut || _ = map[stale]);
+    case(line!(), &mut || map[stale] = 2);
+    let mut full = HandleMap::with_max_capacity(0);
+    case(line!(), &mut || _ = full.insert(1u32));
+    let mut vec = VirtualVec::with_max_capacity(1);
+    vec.push(1u32);
+    case(line!(), &mut || vec.push(2));
+    case(line!(), &mut || _ = vec.swap_remove(1));
+    // The schedule crate's: a closure's name names its place; a panic at add names the caller.
+    case(line!(), &mut || _ = Schedule::new().add_systems(|_: ResMut<Health>, _: Res<Health>| {}));
+    std::panic::set_hook(previous);
     let seen = SEEN.lock().unwrap().clone();
-    let expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
     assert_eq!(seen, expected);
 }

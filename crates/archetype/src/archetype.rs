@@ -410,6 +410,7 @@ impl<'a> ArchetypeEntities<'a> {
     /// # Panics
     /// When `start > end` or `end > len`.
     #[inline]
+    #[track_caller]
     pub fn range(&self, start: usize, end: usize) -> impl Iterator<Item = ArchetypeEntity> + 'a {
         assert!(start <= end && end <= self.len(), "rows {start}..{end} of {}", self.len());
         let this = *self;

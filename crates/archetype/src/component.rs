@@ -180,6 +180,7 @@ impl Components {
     /// # Panics
     /// When `id` comes from another registry and is out of range.
     #[inline]
+    #[track_caller]
     pub fn info(&self, id: ComponentId) -> &ComponentInfo {
         &self.infos[id.index()]
     }

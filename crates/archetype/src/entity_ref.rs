@@ -122,6 +122,7 @@ impl<'w> EntityWorldMut<'w> {
     ///
     /// # Panics
     /// When a hook's deferred work despawned the entity ([`EntityWorldMut::is_despawned`]).
+    #[track_caller]
     pub fn archetype(&self) -> &Archetype {
         archetype_of(self.world, self.entity)
     }
@@ -146,6 +147,7 @@ impl<'w> EntityWorldMut<'w> {
     ///
     /// # Panics
     /// When a hook's deferred work despawned the entity ([`EntityWorldMut::is_despawned`]).
+    #[track_caller]
     pub fn as_ref(&self) -> EntityRef<'_> {
         assert!(!self.is_despawned(), "{:?} was despawned by a hook's deferred work", self.entity);
         EntityRef::new(self.world, self.entity)
@@ -182,8 +184,11 @@ impl std::fmt::Debug for EntityWorldMut<'_> {
     }
 }
 
+#[track_caller]
 fn archetype_of(world: &World, entity: Entity) -> &Archetype {
-    let loc = world.entities().location(entity).expect("a view's entity is alive");
+    let Some(loc) = world.entities().location(entity) else {
+        panic!("{entity:?} was despawned (by a hook's deferred work, as a view's entity can be)")
+    };
     &world.archetypes()[loc.archetype_id as usize]
 }
 

@@ -488,6 +488,7 @@ impl Table {
     ///
     /// # Panics
     /// When `row >= len`.
+    #[track_caller]
     pub fn swap_remove_and_drop(&mut self, row: usize) -> Option<Entity> {
         let len = self.len();
         assert!(row < len, "row {row} out of bounds (table of {len} rows)");
@@ -560,6 +561,7 @@ impl Table {
     ///
     /// # Panics
     /// When `marks` does not have exactly `len.div_ceil(64)` words, or marks a row `>= len`.
+    #[track_caller]
     pub fn remove_marked(&mut self, marks: &[u64], moved: impl FnMut(Entity, usize)) -> usize {
         let len = self.len();
         assert_eq!(marks.len(), len.div_ceil(64), "one bit per row");

@@ -263,10 +263,38 @@ fn misuse_panics_name_the_caller_s_line() {
     let build = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         world.query::<(&mut Pos, &Pos)>().matches().mode()
     }));
-    std::panic::set_hook(previous);
     assert!(iter.is_err() && build.is_err());
+    let mut expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
+    // Every other form that runs the state on a world, given another world: each call is on the
+    // line `line!()` names, and must panic there.
+    let mut case = |line: u32, call: &mut dyn FnMut()| {
+        expected.push((file!().to_owned(), line));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+        assert!(result.is_err(), "the call on line {line} did not panic");
+    };
+    let mut other_mut = World::new();
+    let e = other_mut.spawn((Pos(0.0),));
+    case(line!(), &mut || _ = q.iter_mut(&mut other_mut).count());
+    case(line!(), &mut || _ = q.get(&other, e));
+    case(line!(), &mut || _ = q.get_mut(&mut other_mut, e));
+    case(line!(), &mut || _ = q.get_many(&other, [e]));
+    case(line!(), &mut || _ = q.get_many_mut(&mut other_mut, [e]));
+    case(line!(), &mut || q.for_each(&other, |_| {}));
+    case(line!(), &mut || q.for_each_mut(&mut other_mut, |_| {}));
+    case(line!(), &mut || _ = q.par_iter(&other));
+    case(line!(), &mut || _ = q.par_iter_mut(&mut other_mut));
+    case(line!(), &mut || _ = q.iter_many(&other, [e]).count());
+    case(line!(), &mut || q.for_each_many_mut(&mut other_mut, [e], |_| {}));
+    case(line!(), &mut || _ = q.iter_combinations::<2>(&other).count());
+    case(line!(), &mut || q.for_each_combination_mut::<2>(&mut other_mut, |_| {}));
+    case(line!(), &mut || _ = q.single(&other));
+    case(line!(), &mut || _ = q.single_mut(&mut other_mut));
+    case(line!(), &mut || _ = q.is_empty(&other));
+    case(line!(), &mut || _ = q.count(&other));
+    case(line!(), &mut || q.update_archetypes(&other));
+    case(line!(), &mut || _ = other.query::<(&mut Pos, &Pos)>());
+    std::panic::set_hook(previous);
     let seen = SEEN.lock().unwrap().clone();
-    let expected: Vec<(String, u32)> = lines.iter().map(|&l| (file!().to_owned(), l)).collect();
     assert_eq!(seen, expected, "each panic points at the line that misused the query");
 }
 

@@ -4,7 +4,7 @@
 //! follow are on [`Commands`]' own page.
 
 use std::mem::{self, MaybeUninit};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 
 use folio_query::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, World, WorldId};
 
@@ -348,6 +348,10 @@ impl<'w, 's> Commands<'w, 's> {
 
     /// Spawns an entity with `bundle`; its id is usable at once (in other commands, or stored
     /// in components), the entity exists once the buffer is applied.
+    ///
+    /// # Panics
+    /// When every entity index is in use, reserved or retired ([`World::reserve_entity`]).
+    #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let entity = self.world.reserve_entity();
         self.queue
@@ -364,7 +368,8 @@ impl<'w, 's> Commands<'w, 's> {
     /// `Send + Sync + 'static`; collect into a `Vec` first what borrows from the system). As
     /// with `World::spawn_batch`, a bundle that repeats a component type, or memory refused,
     /// panics when applied: the rest of this buffer is thrown away and the schedule's run
-    /// returns the panic.
+    /// returns the panic, whose message says where `spawn_batch` was called.
+    #[track_caller]
     pub fn spawn_batch<I>(&mut self, bundles: I)
     where
         I: IntoIterator,
@@ -372,8 +377,19 @@ impl<'w, 's> Commands<'w, 's> {
         I::IntoIter: Send + Sync + 'static,
     {
         let bundles = bundles.into_iter();
+        let caller = Location::caller();
         self.push("spawn_batch", None, move |world| {
-            world.spawn_batch(bundles);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| world.spawn_batch(bundles))) {
+                // The world's own refusal (not a panic of the iterator): say whose it was.
+                match payload.downcast_ref::<String>() {
+                    Some(message) if message.starts_with("World::spawn") => {
+                        resume_unwind(Box::new(format!(
+                            "Commands::spawn_batch (buffered at {caller}): {message}"
+                        )))
+                    }
+                    _ => resume_unwind(payload),
+                }
+            }
             Ok(())
         });
     }

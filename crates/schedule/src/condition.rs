@@ -59,6 +59,7 @@ pub fn any_with_component<T: Component>(query: Query<Entity, With<T>>) -> bool {
 }
 
 /// The condition that holds when `condition` does not: `run_if(not(resource_exists::<Paused>))`.
+#[track_caller]
 pub fn not<M>(condition: impl IntoSystem<bool, M>) -> Not<impl System<Out = bool>> {
     let inner = condition.into_system();
     Not { name: format!("not({})", inner.name()), inner }
@@ -108,6 +109,7 @@ unsafe impl<S: System<Out = bool>> System for Not<S> {
 /// resource_changed::<Settings>))`. Both are evaluated every time, without short-circuiting,
 /// so each keeps what it has seen ("changed since last evaluated", the events it has read)
 /// up to date whichever answers.
+#[track_caller]
 pub fn or<MA, MB>(
     a: impl IntoSystem<bool, MA>,
     b: impl IntoSystem<bool, MB>,
@@ -117,6 +119,7 @@ pub fn or<MA, MB>(
 
 /// The condition that holds when `a` and `b` both do (both evaluated every time, as in
 /// [`or`]): for use inside [`or`] and [`not`]; on a system, `run_if(a).run_if(b)` says the same.
+#[track_caller]
 pub fn and<MA, MB>(
     a: impl IntoSystem<bool, MA>,
     b: impl IntoSystem<bool, MB>,

@@ -213,11 +213,13 @@ impl SystemConfig {
 /// Something that becomes one configured system.
 pub trait IntoSystemConfig<Marker>: Sized {
     /// The configuration.
+    #[track_caller]
     fn into_config(self) -> SystemConfig;
 
     /// Runs this system before every system `other` names. If this system has
     /// [`Commands`](crate::Commands), they are applied before those systems run (an
     /// [automatic sync point](crate::Schedule#automatic-sync-points)).
+    #[track_caller]
     fn before<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.before.push(Dependency::new(other, true));
@@ -227,6 +229,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// Runs this system after every system `other` names, and after their
     /// [`Commands`](crate::Commands) are applied (an
     /// [automatic sync point](crate::Schedule#automatic-sync-points)).
+    #[track_caller]
     fn after<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.after.push(Dependency::new(other, true));
@@ -237,6 +240,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// do not see this system's commands (unless a sync point lies between them anyway), and
     /// may run in the same parallel segment. Systems ordered after them by orderings that do
     /// not ignore the commands still see them.
+    #[track_caller]
     fn before_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.before.push(Dependency::new(other, false));
@@ -247,6 +251,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// the commands of the systems `other` names (unless a sync point lies between them
     /// anyway), and may run in the same parallel segment. Systems ordered after this one by
     /// orderings that do not ignore the commands still see them.
+    #[track_caller]
     fn after_ignore_deferred<M>(self, other: impl IntoLabel<M>) -> SystemConfig {
         let mut config = self.into_config();
         config.after.push(Dependency::new(other, false));
@@ -256,6 +261,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
     /// Puts this system in `set` (see
     /// [`Schedule::configure_set`](crate::Schedule::configure_set)), and so in every set `set`
     /// is nested in.
+    #[track_caller]
     fn in_set(self, set: impl SystemSet) -> SystemConfig {
         let mut config = self.into_config();
         config.sets.push(ErasedSet::new(set));
@@ -264,6 +270,7 @@ pub trait IntoSystemConfig<Marker>: Sized {
 
     /// Runs this system only when `condition` (a system returning `bool`, evaluated right
     /// before it) says so.
+    #[track_caller]
     fn run_if<M>(self, condition: impl IntoSystem<bool, M>) -> SystemConfig {
         let mut config = self.into_config();
         config.conditions.push(Box::new(condition.into_system()));
@@ -374,6 +381,7 @@ pub struct SystemConfigs(pub(crate) Vec<SystemConfig>);
 )]
 pub trait IntoSystemConfigs<Marker>: Sized {
     /// The configurations, in order.
+    #[track_caller]
     fn into_configs(self) -> SystemConfigs;
 
     /// Runs each system after the one before it in the list: that very system, so a chain may
@@ -382,6 +390,7 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     ///
     /// A system with [`Commands`](crate::Commands) has them applied before the next one runs
     /// (an [automatic sync point](crate::Schedule#automatic-sync-points)).
+    #[track_caller]
     fn chain(self) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in configs.0.iter_mut().skip(1) {
@@ -395,6 +404,7 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     /// between them anyway); a system after the chain, ordered by a plain ordering, still sees
     /// them. A link made here stays without a point when an outer `chain` flattens this list
     /// into its own.
+    #[track_caller]
     fn chain_ignore_deferred(self) -> SystemConfigs {
         let mut configs = self.into_configs();
         for config in configs.0.iter_mut().skip(1) {
@@ -405,6 +415,7 @@ pub trait IntoSystemConfigs<Marker>: Sized {
     }
 
     /// Puts every system of the list in `set`.
+    #[track_caller]
     fn all_in_set(self, set: impl SystemSet) -> SystemConfigs {
         let set = ErasedSet::new(set);
         let mut configs = self.into_configs();
@@ -507,6 +518,7 @@ impl SetConfig {
 
     /// The set's systems run only when `condition` says so; set conditions are evaluated once
     /// per schedule run, before any system runs, in the order the sets were first configured.
+    #[track_caller]
     pub fn run_if<M>(mut self, condition: impl IntoSystem<bool, M>) -> Self {
         self.conditions.push(Box::new(condition.into_system()));
         self

@@ -162,13 +162,16 @@ impl<E> EventWriter<'_, E> {
     }
 }
 
-/// The panic of an event parameter whose queue was removed from the world after the system
-/// was initialized (which inserted it).
+/// The panic of an event parameter (`P`) whose queue was removed from the world after its
+/// system was initialized (which inserted it): names the system, the parameter and the queue.
 #[cold]
-fn events_removed<E>() -> ! {
+fn events_removed<P, E>(meta: &SystemMeta) -> ! {
     panic!(
-        "the {} resource was removed from the world after the systems reading or sending it \
-         were initialized; insert it again before the schedule runs",
+        "system `{}`: parameter `{}` needs the {} resource, which was removed from the world \
+         after the systems reading or sending it were initialized; insert it again before the \
+         schedule runs",
+        meta.name,
+        crate::param::short_type_name(std::any::type_name::<P>()),
         std::any::type_name::<Events<E>>()
     )
 }
@@ -272,11 +275,12 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventReader<'_, '_, E> {
 
     unsafe fn get_param<'w, 's>(
         state: &'s mut EventCursor<E>,
-        _: &SystemMeta,
+        meta: &SystemMeta,
         world: &'w World,
         _: u32,
     ) -> EventReader<'w, 's, E> {
-        let ptr = world.resource_ptr::<Events<E>>().unwrap_or_else(|| events_removed::<E>());
+        let ptr =
+            world.resource_ptr::<Events<E>>().unwrap_or_else(|| events_removed::<Self, E>(meta));
         // SAFETY: a live queue; the schedule lets no system write it while this one reads.
         EventReader { events: unsafe { ptr.as_ref() }, cursor: state }
     }
@@ -300,12 +304,12 @@ unsafe impl<E: Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
 
     unsafe fn get_param<'w>(
         _: &mut (),
-        _: &SystemMeta,
+        meta: &SystemMeta,
         world: &'w World,
         this_run: u32,
     ) -> EventWriter<'w, E> {
         let (events, ticks) =
-            resource_ptrs::<Events<E>>(world).unwrap_or_else(|| events_removed::<E>());
+            resource_ptrs::<Events<E>>(world).unwrap_or_else(|| events_removed::<Self, E>(meta));
         // SAFETY: a live queue and its ticks behind pointers with the resource cell's
         // provenance; the schedule lets no other system touch them while this one runs, and
         // the value and the ticks are disjoint fields of the cell, so the two `&mut` do not

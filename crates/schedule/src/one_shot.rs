@@ -7,7 +7,7 @@ use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind};
 
 use folio_query::{World, WorldId};
 
@@ -134,6 +134,7 @@ pub trait RunSystemOnce {
     /// ([`ScheduleError::ConflictingParams`] and [`ScheduleError::Query`] if it cannot be
     /// initialized, [`ScheduleError::InvalidParam`], [`ScheduleError::SystemPanicked`]; a
     /// missing resource that a `Res` or `ResMut` needs is a panic, so the latter).
+    #[track_caller]
     fn run_system_once<Out: 'static, M, S: IntoSystem<Out, M>>(
         &mut self,
         system: S,
@@ -141,6 +142,7 @@ pub trait RunSystemOnce {
 
     /// Keeps `system` in the world, to run by the returned id; it is initialized on its first
     /// run, and its state (`Local`s, change ticks, event cursors) persists between runs.
+    #[track_caller]
     fn register_system<Out: 'static, M, S: IntoSystem<Out, M>>(
         &mut self,
         system: S,
@@ -270,11 +272,14 @@ impl Commands<'_, '_> {
     /// Runs registered system `id` ([`RunSystemOnce::run_system`]) when the commands are
     /// applied, in order with the others; its own commands are applied right after it. If it
     /// cannot run (an unknown id, a `Single` without its one match) or panics, the command
-    /// panics with the error, which the schedule reports as a panic of this system's commands.
+    /// panics with the error and the place `run_system` was called at, which the schedule reports as
+    /// a panic of this system's commands.
+    #[track_caller]
     pub fn run_system(&mut self, id: SystemId) {
+        let caller = Location::caller();
         self.add(move |world| {
             if let Err(error) = world.run_system(id) {
-                panic!("{error}");
+                panic!("Commands::run_system (buffered at {caller}): {error}");
             }
         });
     }

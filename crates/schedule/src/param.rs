@@ -567,13 +567,17 @@ pub(crate) fn resource_ptrs<R: Send + Sync + 'static>(
     Some((world.resource_ptr::<R>()?, world.resource_ticks_ptr::<R>()?))
 }
 
-fn missing_resource<R>(meta: &SystemMeta) -> ! {
+/// The panic of a `Res<R>` or `ResMut<R>` (`P`) whose resource is not in the world when its
+/// system runs: names the system, the parameter and the resource.
+#[cold]
+fn missing_resource<P, R>(meta: &SystemMeta) -> ! {
     panic!(
-        "system `{}` needs resource `{}`, which is not in the world (insert it first, or take \
-         Option<Res<{}>>)",
+        "system `{}`: parameter `{}` needs resource `{}`, which is not in the world (insert it \
+         first, or take Option<{}>)",
         meta.name,
+        param_name::<P>(),
         std::any::type_name::<R>(),
-        std::any::type_name::<R>()
+        param_name::<P>(),
     )
 }
 
@@ -598,7 +602,7 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for Res<'_, R> {
         this_run: u32,
     ) -> Res<'w, R> {
         let (value, ticks) =
-            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<R>(meta));
+            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<Self, R>(meta));
         // SAFETY: a live `R` and its ticks; the schedule lets no system write them while this
         // one reads them.
         unsafe { make_res(value, ticks, meta, this_run) }
@@ -626,7 +630,7 @@ unsafe impl<R: Send + Sync + 'static> SystemParam for ResMut<'_, R> {
         this_run: u32,
     ) -> ResMut<'w, R> {
         let (value, ticks) =
-            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<R>(meta));
+            resource_ptrs::<R>(world).unwrap_or_else(|| missing_resource::<Self, R>(meta));
         // SAFETY: a live `R` and its ticks behind pointers with the cell's provenance; the
         // schedule lets no other system touch them while this one runs.
         unsafe { make_res_mut(value, ticks, meta, this_run) }

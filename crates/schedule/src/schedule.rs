@@ -377,11 +377,18 @@ impl Schedule {
     }
 
     /// Adds systems, or says which system's parameters conflict (nothing is added then).
+    #[track_caller]
     pub fn try_add_systems<M>(
         &mut self,
         systems: impl IntoSystemConfigs<M>,
     ) -> Result<&mut Self, ScheduleError> {
-        let configs = systems.into_configs().0;
+        let mut configs = systems.into_configs().0;
+        // Closures are named by the place they were added at, which the systems of one call
+        // share: number them.
+        let count = configs.len();
+        for (i, config) in configs.iter_mut().enumerate() {
+            config.system.note_position(i + 1, count);
+        }
         for config in &configs {
             check_params(config)?;
         }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 
 use folio_query::{MAX_CHANGE_AGE, World, WorldId};
 
@@ -124,6 +124,12 @@ pub unsafe trait System: Send + Sync + 'static {
         None
     }
 
+    /// Tells a system whose name holds the place it was added at (a closure's, see
+    /// [`IntoSystem::into_system`]) that it is the `position`th (from 1) of `count` systems
+    /// added in the same call, so that its name tells it from the others: they all share that
+    /// place. Nothing by default.
+    fn note_position(&mut self, _position: usize, _count: usize) {}
+
     /// Runs the system once on its own: initializes it if needed, runs it with a fresh tick,
     /// and applies its commands.
     ///
@@ -160,6 +166,15 @@ pub trait IntoSystem<Out, Marker>: Sized {
     type System: System<Out = Out>;
 
     /// Makes the system.
+    ///
+    /// A closure's type name says only which function it is in (`setup::{{closure}}`), so a
+    /// system made from a closure is named after that and the place of the call that made it:
+    /// the user's call to [`Schedule::add_systems`](crate::Schedule::add_systems),
+    /// `run_if`, `run_system_once` and the like, which all pass their caller's place down
+    /// (`#[track_caller]`): `setup::{{closure}} (src/main.rs:12:14)`. Systems added together
+    /// in one call are numbered: `(src/main.rs:12:14, system 2 of 3)`. A function keeps its
+    /// name (`move_players`).
+    #[track_caller]
     fn into_system(self) -> Self::System;
 }
 
@@ -188,14 +203,19 @@ pub struct FunctionSystem<F: SystemParamFunction<M>, M> {
     world: Option<WorldId>,
     /// A conflict among the function's own parameters, found when it was made.
     error: Option<ScheduleError>,
+    /// Whether the name ends with the place the system was made at (a closure's does).
+    named_by_place: bool,
     _marker: PhantomData<fn() -> M>,
 }
 
 impl<F: SystemParamFunction<M>, M: 'static> FunctionSystem<F, M> {
+    #[track_caller]
     fn new(func: F) -> Self {
-        let mut meta = SystemMeta::new(std::any::type_name::<F>());
+        let mut meta = SystemMeta::new("");
+        let named_by_place;
+        (meta.name, named_by_place) = system_name(std::any::type_name::<F>(), Location::caller());
         let error = F::Param::access(&mut meta).err();
-        Self { func, state: None, meta, world: None, error, _marker: PhantomData }
+        Self { func, state: None, meta, world: None, error, named_by_place, _marker: PhantomData }
     }
 
     /// The conflict among the function's parameters, if any (such a system cannot run).
@@ -346,11 +366,44 @@ unsafe impl<F: SystemParamFunction<M>, M: 'static> System for FunctionSystem<F, 
             self.meta.last_run = now.wrapping_sub(MAX_CHANGE_AGE);
         }
     }
+
+    fn note_position(&mut self, position: usize, count: usize) {
+        if self.named_by_place {
+            add_position(&mut self.meta.name, position, count);
+            if let Some(ScheduleError::ConflictingParams { system, .. }) = &mut self.error {
+                system.clone_from(&self.meta.name);
+            }
+        }
+    }
+}
+
+/// A system's name, and whether it ends with `caller`, the place the system was made at: a
+/// function's short type name (`move_players`); a closure's (whose type name says only which
+/// function it is in) followed by that place: `setup::{{closure}} (src/main.rs:12:14)`.
+fn system_name(type_name: &str, caller: &Location<'_>) -> (String, bool) {
+    match type_name.find("::{{closure}}") {
+        Some(at) => {
+            let (function, closure) = type_name.split_at(at);
+            let name = format!("{}{closure} ({caller})", crate::param::short_type_name(function));
+            (name, true)
+        }
+        None => (crate::param::short_type_name(type_name), false),
+    }
+}
+
+/// Adds to a name that ends with its place (`f::{{closure}} (src/main.rs:12:14)`) which of
+/// the `count` systems added at that place it is: `(src/main.rs:12:14, system 2 of 3)`.
+fn add_position(name: &mut String, position: usize, count: usize) {
+    if count > 1 && name.ends_with(')') {
+        name.pop();
+        name.push_str(&format!(", system {position} of {count})"));
+    }
 }
 
 impl<F: SystemParamFunction<M>, M: 'static> IntoSystem<F::Out, (IsFunctionSystem, M)> for F {
     type System = FunctionSystem<F, M>;
 
+    #[track_caller]
     fn into_system(self) -> Self::System {
         FunctionSystem::new(self)
     }
@@ -361,6 +414,8 @@ impl<F: SystemParamFunction<M>, M: 'static> IntoSystem<F::Out, (IsFunctionSystem
 pub struct ExclusiveSystem<F, Out = ()> {
     func: F,
     name: String,
+    /// Whether the name ends with the place the system was made at (a closure's does).
+    named_by_place: bool,
     access: SystemAccess,
     _out: PhantomData<fn() -> Out>,
 }
@@ -402,6 +457,12 @@ where
     fn event_updaters(&self) -> &[EventUpdater] {
         &[]
     }
+
+    fn note_position(&mut self, position: usize, count: usize) {
+        if self.named_by_place {
+            add_position(&mut self.name, position, count);
+        }
+    }
 }
 
 impl<F, Out> IntoSystem<Out, IsExclusiveSystem> for F
@@ -411,10 +472,11 @@ where
 {
     type System = ExclusiveSystem<F, Out>;
 
+    #[track_caller]
     fn into_system(self) -> Self::System {
         let access = SystemAccess { exclusive: true, ..SystemAccess::default() };
-        let name = crate::param::short_type_name(std::any::type_name::<F>());
-        ExclusiveSystem { func: self, name, access, _out: PhantomData }
+        let (name, named_by_place) = system_name(std::any::type_name::<F>(), Location::caller());
+        ExclusiveSystem { func: self, name, named_by_place, access, _out: PhantomData }
     }
 }
 
@@ -532,6 +594,10 @@ where
 
     fn take_failure(&mut self) -> Option<String> {
         self.failure.take()
+    }
+
+    fn note_position(&mut self, position: usize, count: usize) {
+        self.inner.note_position(position, count);
     }
 
     /// Runs the system once on its own, as [`System::run`] does; a run that returned `Err` is

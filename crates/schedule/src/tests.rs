@@ -15,6 +15,7 @@ mod change_ticks;
 mod deferred;
 mod events;
 mod failures;
+mod names;
 mod one_shot;
 mod ordering;
 mod panics;

@@ -250,6 +250,7 @@ fn store_location(dst: &mut EntityLocation, src: EntityLocation) {
 /// keeps the entity in registers.
 #[cold]
 #[inline(never)]
+#[track_caller]
 fn not_alive(method: &str, entity: Entity) -> ! {
     panic!("Entities::{method}: entity {entity} is not alive")
 }

@@ -228,6 +228,7 @@ impl<T> HandleMap<T> {
     /// When the index space or a reservation is exhausted, or the OS refuses memory;
     /// [`Self::try_insert`] returns the error instead.
     #[inline]
+    #[track_caller]
     pub fn insert(&mut self, value: T) -> Handle {
         match self.try_insert(value) {
             Ok(handle) => handle,
@@ -533,6 +534,7 @@ impl<T> Index<Handle> for HandleMap<T> {
     /// # Panics
     /// When `handle` is not live in this map.
     #[inline]
+    #[track_caller]
     fn index(&self, handle: Handle) -> &T {
         match self.get(handle) {
             Some(value) => value,
@@ -545,6 +547,7 @@ impl<T> IndexMut<Handle> for HandleMap<T> {
     /// # Panics
     /// When `handle` is not live in this map.
     #[inline]
+    #[track_caller]
     fn index_mut(&mut self, handle: Handle) -> &mut T {
         match self.dense_index(handle) {
             Some(dense) => &mut self.items[dense],

@@ -73,6 +73,7 @@ impl<T> VirtualPool<T> {
     /// # Panics
     /// When the pool is full or the OS refuses memory; [`Self::try_insert`] returns the error.
     #[inline]
+    #[track_caller]
     pub fn insert(&mut self, value: T) -> usize {
         match self.try_insert(value) {
             Ok(index) => index,

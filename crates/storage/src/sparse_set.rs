@@ -483,8 +483,12 @@ impl<T> SparseSet<T> {
     ///
     /// # Panics
     /// When the OS refuses memory or the set is full; [`Self::try_insert`] returns the error.
+    #[track_caller]
     pub fn insert(&mut self, entity: Entity, value: T) -> Option<T> {
-        self.try_insert(entity, value).unwrap_or_else(|(_, e)| panic!("SparseSet::insert: {e}"))
+        match self.try_insert(entity, value) {
+            Ok(old) => old,
+            Err((_, e)) => insert_failed(e),
+        }
     }
 
     /// Inserts `value` for `entity`, or gives it back with the reason it did not fit.
@@ -566,6 +570,14 @@ impl<T: Send + Sync> Default for SparseSet<T> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The panic of [`SparseSet::insert`]: out of line, so the insert itself stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn insert_failed(e: StorageError) -> ! {
+    panic!("SparseSet::insert: {e}")
 }
 
 #[cfg(test)]

@@ -128,6 +128,7 @@ impl<T> VirtualVec<T> {
     /// When the reservation is full or the OS refuses to commit memory; [`Self::try_push`] returns
     /// the error instead.
     #[inline]
+    #[track_caller]
     pub fn push(&mut self, value: T) {
         if let Err(e) = self.try_push(value) {
             panic!("VirtualVec::push: {}", e.error);
@@ -170,6 +171,7 @@ impl<T> VirtualVec<T> {
     /// # Panics
     /// When `index >= len`.
     #[inline]
+    #[track_caller]
     pub fn swap_remove(&mut self, index: usize) -> T {
         let len = self.len;
         assert!(index < len, "swap_remove index {index} out of bounds (len {len})");

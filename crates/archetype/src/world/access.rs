@@ -28,6 +28,7 @@ impl World {
     ///
     /// # Panics
     /// When `id` is not an archetype of this world.
+    #[track_caller]
     pub fn archetype_entities(&self, id: ArchetypeId) -> ArchetypeEntities<'_> {
         let archetype = &self.archetypes[id.index()];
         archetype.entities(&self.tables[archetype.table_id().index()])

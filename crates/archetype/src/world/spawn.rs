@@ -18,6 +18,7 @@ impl World {
     /// except [`World::despawn`] (which needs no flush) and [`World::spawn_reserved`] of the
     /// oldest pending reservation (which spawns just that one, straight into its table).
     #[inline]
+    #[track_caller]
     pub fn reserve_entity(&self) -> Entity {
         self.entities.reserve()
     }

@@ -376,3 +376,33 @@ fn a_queue_applied_to_another_world_panics_and_changes_nothing() {
     queue.apply(&mut w2, &mut stats);
     assert!(!w2.contains(w2_entities[1]));
 }
+
+#[test]
+fn a_command_that_panics_when_applied_names_where_it_was_buffered() {
+    use crate::RunSystemOnce;
+    struct A(#[allow(dead_code)] u32);
+    let mut world = World::new();
+    let mut queue = CommandQueue::default();
+    let apply = |world: &mut World, queue: &mut CommandQueue| {
+        let applied = catch_unwind(AssertUnwindSafe(|| {
+            queue.apply(world, &mut CommandStats::default());
+        }));
+        match applied.unwrap_err().downcast::<String>() {
+            Ok(message) => *message,
+            Err(_) => panic!("a String payload"),
+        }
+    };
+    let line = line!() + 1;
+    Commands::new(&mut queue, &world).spawn_batch([(A(1), A(2))]);
+    let text = apply(&mut world, &mut queue);
+    assert!(text.starts_with("Commands::spawn_batch (buffered at "), "{text}");
+    assert!(text.contains(&format!("{}:{line}:", file!())) && text.contains("A"), "{text}");
+    let id = world.register_system(|| {});
+    world.unregister_system(id).unwrap();
+    let line = line!() + 1;
+    Commands::new(&mut queue, &world).run_system(id);
+    let text = apply(&mut world, &mut queue);
+    assert!(text.starts_with("Commands::run_system (buffered at "), "{text}");
+    assert!(text.contains(&format!("{}:{line}:", file!())) && text.contains("SystemId"), "{text}");
+    world.check_invariants();
+}

@@ -67,6 +67,7 @@ impl Entities {
     /// When all indices are in use or retired (at most 2^32 - 1, or [`Self::max_entities`]), when
     /// the OS refuses memory for the metas, and when reservations are pending (flush reserved
     /// entities first). [`Self::try_alloc`] returns the first two as errors.
+    #[track_caller]
     pub fn alloc(&mut self) -> Entity {
         match self.try_alloc() {
             Ok(entity) => entity,
@@ -83,6 +84,7 @@ impl Entities {
     /// # Panics
     /// When reservations are pending (flush reserved entities first).
     #[inline]
+    #[track_caller]
     pub fn try_alloc(&mut self) -> Result<Entity, StorageError> {
         self.try_alloc_at(EntityLocation::INVALID)
     }
@@ -96,6 +98,7 @@ impl Entities {
     /// # Panics
     /// When reservations are pending (flush reserved entities first).
     #[inline(always)]
+    #[track_caller]
     pub fn try_alloc_at(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         self.assert_no_pending("try_alloc");
         if let Some(entity) = self.free.pop_front() {
@@ -130,6 +133,7 @@ impl Entities {
     ///
     /// # Panics
     /// When reservations are pending (flush reserved entities first).
+    #[track_caller]
     pub fn next_alloc(&mut self) -> Option<Entity> {
         self.assert_no_pending("next_alloc");
         match self.free.front() {
@@ -269,10 +273,11 @@ impl Entities {
     /// When `entity` is not alive (a stale id must never overwrite the location of the entity
     /// that now holds its index).
     #[inline]
+    #[track_caller]
     pub fn set_location(&mut self, entity: Entity, location: EntityLocation) {
         match self.metas.get_mut(entity.index as usize) {
             Some(meta) if meta.holds(entity) => store_location(&mut meta.location, location),
-            _ => panic!("Entities::set_location: entity {entity} is not alive"),
+            _ => not_alive("set_location", entity),
         }
     }
 
@@ -284,6 +289,7 @@ impl Entities {
     /// # Panics
     /// When one of them is not alive (the ones before it have been moved by then), or
     /// `archetype_id` is `u32::MAX` (that marks a slot that is not alive).
+    #[track_caller]
     pub fn set_block_locations(&mut self, entities: &[Entity], archetype_id: u32, first_row: u32) {
         assert_ne!(archetype_id, FREE, "a live entity's location");
         let metas = self.metas.as_mut_slice();
@@ -312,6 +318,7 @@ impl Entities {
     ///
     /// # Panics
     /// As [`Self::set_block_locations`].
+    #[track_caller]
     pub fn set_block_archetype(
         &mut self,
         entities: impl IntoIterator<Item = Entity>,
@@ -345,11 +352,20 @@ impl Entities {
     }
 
     #[inline]
+    #[track_caller]
     fn assert_no_pending(&mut self, op: &str) {
         let pending = *self.reserved.get_mut();
-        assert!(
-            pending == 0,
-            "Entities::{op}: {pending} reserved entities are pending; flush reserved entities first"
-        );
+        if pending != 0 {
+            pending_reservations(op, pending);
+        }
     }
+}
+
+/// The panic of an allocation while reservations are pending: out of line, so the allocation
+/// itself stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn pending_reservations(op: &str, pending: usize) -> ! {
+    panic!("Entities::{op}: {pending} reserved entities are pending; flush reserved entities first")
 }

@@ -16,10 +16,11 @@ impl Entities {
     /// # Panics
     /// When all indices are in use, reserved or retired; [`Self::try_reserve`] returns the error.
     #[inline]
+    #[track_caller]
     pub fn reserve(&self) -> Entity {
         match self.try_reserve() {
             Ok(entity) => entity,
-            Err(e) => panic!("Entities::reserve: cannot reserve another entity: {e}"),
+            Err(e) => reserve_failed(e),
         }
     }
 
@@ -74,6 +75,7 @@ impl Entities {
     /// # Panics
     /// When the OS refuses memory for the new metas (before anything changes;
     /// [`Self::try_flush`] returns that as an error), or when `init` panics.
+    #[track_caller]
     pub fn flush(&mut self, init: impl FnMut(Entity, &mut EntityLocation)) {
         let pending = self.reserved_len();
         if let Err(e) = self.try_flush(init) {
@@ -141,6 +143,7 @@ impl Entities {
     ///
     /// # Panics
     /// When no reservation is pending.
+    #[track_caller]
     pub fn flush_front(&mut self, location: EntityLocation) -> Result<Entity, StorageError> {
         assert!(*self.reserved.get_mut() > 0, "Entities::flush_front: nothing is reserved");
         let entity = match self.free_len {
@@ -177,4 +180,12 @@ impl Entities {
     fn release_freed_while_reserved(&mut self) {
         self.free_len = self.free.len();
     }
+}
+
+/// The panic of [`Entities::reserve`]: out of line, so the reservation itself stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn reserve_failed(e: StorageError) -> ! {
+    panic!("Entities::reserve: cannot reserve another entity: {e}")
 }
