@@ -63,7 +63,9 @@ mod test_util;
 
 pub use column::{Column, DropFn, copy_item, drop_fn_of, prefetch};
 pub use config::StorageConfig;
-pub use entity::{Entities, Entity, EntityLocation};
+pub use entity::{
+    Entities, EntitiesState, EntitiesStateError, Entity, EntityIdError, EntityLocation,
+};
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;
