@@ -266,6 +266,35 @@ impl Entities {
         Ok(())
     }
 
+    /// Makes `reserved` ids pending again, the first `takeable` freelist entries theirs to
+    /// take: the last step of a restore whose caller places the alive entities with operations
+    /// that flush reservations first (it restores with `reserved` 0 and `takeable` the
+    /// freelist's length, places, then calls this). Only a state with no pending reservation
+    /// takes it.
+    ///
+    /// # Errors
+    /// [`EntitiesStateError::Takeable`] when `takeable` is past the freelist or, with no
+    /// reservation, short of it, or a reservation is pending already;
+    /// [`EntitiesStateError::TooManyIndices`] when the reservations need more indices than the
+    /// allocator has. Nothing changed then.
+    pub fn try_set_reserved(
+        &mut self,
+        reserved: usize,
+        takeable: usize,
+    ) -> Result<(), EntitiesStateError> {
+        let free = self.free.len();
+        if self.reserved_len() != 0 || takeable > free || (reserved == 0 && takeable != free) {
+            return Err(EntitiesStateError::Takeable { takeable, free });
+        }
+        let needs = self.metas.len().saturating_add(reserved.saturating_sub(takeable));
+        if needs > self.max_len {
+            return Err(EntitiesStateError::TooManyIndices { indices: needs, max: self.max_len });
+        }
+        self.free_len = takeable;
+        *self.reserved.get_mut() = reserved;
+        Ok(())
+    }
+
     /// Whether [`Self::try_alloc_exact`] would make `entity` alive, memory permitting: its
     /// error when it would not. Changes nothing.
     ///
