@@ -466,6 +466,13 @@ fn an_inconsistent_allocator_state_is_refused() {
         &json.replace("\"entities\":[[1],[0],[],0,0]", "\"entities\":[[1],[0],[0],1,0]"),
     );
     assert!(matches!(err, LoadError::Entities(_)), "{err}");
+    // More pending reservations than the allocator has ids: refused by a restore.
+    let json = json.replace("[[1],[0],[],0,0]", "[[1],[0],[],0,99999999999]");
+    let mut fresh = new_world();
+    let before = snapshot(&fresh);
+    let err = load_json(&mut fresh, &registry, &json).unwrap_err();
+    assert!(matches!(err, LoadError::Entities(_)), "{err}");
+    assert_eq!(snapshot(&fresh), before);
 }
 
 /// A small xorshift, so the fuzz loop is the same on every run.
@@ -510,4 +517,62 @@ fn random_and_mutated_bytes_never_panic_and_leave_the_world_unchanged_on_error()
             }
         }
     }
+}
+
+/// A world on `source`, set up as `new_world`.
+fn world_on(source: std::sync::Arc<folio_archetype::vm::FaultyPages>) -> World {
+    let mut world = World::with_storage(folio_archetype::StorageConfig::new().with_source(source));
+    world.register_component::<Stunned>(StorageType::SparseSet).unwrap();
+    world
+}
+
+// Safe code over the same paths as the round trips; thousands of entities per step are too
+// slow to interpret.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn memory_refused_part_way_undoes_the_load() {
+    use folio_archetype::vm::{FaultyPages, default_source};
+    use std::sync::Arc;
+
+    let registry = registry();
+    let mut source = new_world();
+    for i in 0..3000u32 {
+        let e = source.spawn((Pos(f64::from(i), 0.0), Name(format!("n{i}"))));
+        if i % 3 == 0 {
+            source.insert(e, (Stunned(1), Health(i))).unwrap();
+        }
+    }
+    let bytes = to_postcard(&source, &registry);
+    let (mut refused, mut loaded) = (0, 0);
+    for k in 0..40 {
+        // Restore into an empty world: on error the world is exactly as it was.
+        let faulty = Arc::new(FaultyPages::new(default_source(), usize::MAX));
+        let mut world = world_on(faulty.clone());
+        let before = snapshot(&world);
+        faulty.fail_commit_after(k);
+        match load_postcard(&mut world, &registry, &bytes) {
+            Ok(_) => loaded += 1,
+            Err(err) => {
+                assert!(matches!(err, LoadError::World(_)), "{err}");
+                assert_eq!(snapshot(&world), before, "k = {k}");
+                refused += 1;
+            }
+        }
+        world.check_invariants();
+
+        // Remap into a busy world: on error its entities and components are as they were.
+        let faulty = Arc::new(FaultyPages::new(default_source(), usize::MAX));
+        let mut world = world_on(faulty.clone());
+        for i in 0..10 {
+            world.spawn((Health(i),));
+        }
+        let before = dump(&world);
+        faulty.fail_commit_after(k);
+        if let Err(err) = load_postcard(&mut world, &registry, &bytes) {
+            assert!(matches!(err, LoadError::World(_)), "{err}");
+            assert_eq!(dump(&world), before, "k = {k}");
+        }
+        world.check_invariants();
+    }
+    assert!(refused > 0 && loaded > 0, "refused {refused}, loaded {loaded}");
 }

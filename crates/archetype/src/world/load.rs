@@ -1,7 +1,7 @@
 //! [`World::load`] and [`World::load_saved`]: a checked [`SavedWorld`] into this world, in one
 //! of three [`LoadMode`]s.
 
-use folio_storage::{EntitiesState, Entity, EntityLocation};
+use folio_storage::{EntitiesState, EntitiesStateError, Entity, EntityLocation};
 use serde::Deserializer;
 
 use super::World;
@@ -32,7 +32,8 @@ impl World {
     /// ([`LoadMode::Remap`]) otherwise. Returns the ids the saved entities got.
     ///
     /// # Errors
-    /// As [`SaveRegistry::read`] and [`World::load_saved`]; the world is unchanged on error.
+    /// As [`SaveRegistry::read`] and [`World::load_saved`]. The world is unchanged on error,
+    /// but for memory refused part way (see [`World::load_saved`]).
     pub fn load<'de, D: Deserializer<'de>>(
         &mut self,
         registry: &SaveRegistry,
@@ -52,7 +53,9 @@ impl World {
     /// current change tick) and inserts its resources (replacing any of the same type).
     /// Returns the ids the saved entities got.
     ///
-    /// Everything that can be checked is checked before the world changes.
+    /// Everything that can be checked is checked before the world changes. Hooks run on the
+    /// load's inserts as on any; a hook that spawns or despawns during a restore changes the
+    /// ids the restored world hands out next.
     ///
     /// # Errors
     /// [`LoadError::NotEmpty`] for a restore into a world with entities;
@@ -80,6 +83,15 @@ impl World {
                 let entities = self.entity_count_with_reserved();
                 if entities != 0 {
                     return Err(LoadError::NotEmpty { entities });
+                }
+                let needs = state
+                    .generations
+                    .len()
+                    .saturating_add(state.reserved.saturating_sub(state.takeable));
+                let max = self.entities.max_entities();
+                if needs > max {
+                    let e = EntitiesStateError::TooManyIndices { indices: needs, max };
+                    return Err(LoadError::Entities(e));
                 }
                 // Reservations are made pending after the inserts below, which would flush them.
                 let placing =
@@ -124,7 +136,7 @@ impl World {
         if mode == LoadMode::Restore
             && let Err(e) = self.entities.try_set_reserved(state.reserved, state.takeable)
         {
-            // The saved state was checked whole, so only its reservations' room can fail.
+            // Checked above; a hook that reserved ids during the inserts is the one way here.
             self.undo_load(&map, mode, &before);
             return Err(LoadError::Entities(e));
         }
@@ -146,7 +158,10 @@ impl World {
         // Room first: once the allocator is restored nothing may fail.
         self.tables[TableId::EMPTY.index()].try_reserve(n).map_err(EntityError::from)?;
         self.archetypes[ArchetypeId::EMPTY.index()].try_reserve(n).map_err(EntityError::from)?;
-        self.entities.try_restore_state(state).map_err(LoadError::Entities)?;
+        self.entities.try_restore_state(state).map_err(|e| match e {
+            EntitiesStateError::Storage(e) => LoadError::World(EntityError::Storage(e)),
+            e => LoadError::Entities(e),
+        })?;
         let tick = self.change_tick();
         let table = &mut self.tables[TableId::EMPTY.index()];
         let archetype = &mut self.archetypes[ArchetypeId::EMPTY.index()];
