@@ -428,6 +428,23 @@ fn an_unknown_component_or_resource_name_is_named() {
 }
 
 #[test]
+fn a_save_nested_in_a_larger_value_reads_through_the_seed() {
+    use serde::de::DeserializeSeed;
+
+    let registry = registry();
+    let original = sample();
+    let json = to_json(&original, &registry);
+    let saved = registry.seed().deserialize(&mut serde_json::Deserializer::from_str(&json));
+    let mut loaded = new_world();
+    loaded.load_saved(saved.unwrap(), LoadMode::Restore).unwrap();
+    assert_eq!(snapshot(&loaded), snapshot(&original));
+    // The seed's errors are the format's, with the typed error's message.
+    let bad = json.replace("\"rng\"", "\"dice\"");
+    let err = registry.seed().deserialize(&mut serde_json::Deserializer::from_str(&bad));
+    assert!(err.unwrap_err().to_string().contains("resource \"dice\""));
+}
+
+#[test]
 fn a_value_of_the_wrong_type_names_the_component_and_type() {
     let json = sample_json().replace("\"bob\"", "17");
     let err = expect_error(&json);
