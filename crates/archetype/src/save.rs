@@ -34,8 +34,8 @@
 //! save does not hold alive. Then it checks the target (empty for a restore; every saved id
 //! free for [`LoadMode::KeepIds`]). Only then does it change the world. Each failure is a
 //! [`LoadError`] naming what is wrong, and the world is as it was. The one failure left after
-//! that point is the OS refusing memory: the load then despawns what it spawned (a restore puts
-//! the allocator back too; the other modes leave those ids' slots at later generations).
+//! that point is the OS refusing memory: the load then despawns what it spawned and puts the
+//! allocator back as it was, so the world hands out the ids it would have.
 
 mod entity_map;
 mod error;

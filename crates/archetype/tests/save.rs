@@ -1,6 +1,6 @@
 //! Save games (the `serde` feature): round trips through JSON and postcard for every storage
 //! kind, loads that keep ids and a simulation that runs on bit for bit, id mapping, and bad
-//! input (typed errors, the world unchanged, never a panic).
+//! input and refused memory (typed errors, the world unchanged, never a panic).
 #![cfg(feature = "serde")]
 
 use std::collections::BTreeMap;
@@ -577,17 +577,21 @@ fn memory_refused_part_way_undoes_the_load() {
         }
         world.check_invariants();
 
-        // Remap into a busy world: on error its entities and components are as they were.
+        // Remap into a busy world: on error it is as it was, allocator included, and hands
+        // out the ids it would have.
         let faulty = Arc::new(FaultyPages::new(default_source(), usize::MAX));
         let mut world = world_on(faulty.clone());
         for i in 0..10 {
             world.spawn((Health(i),));
         }
-        let before = dump(&world);
+        world.despawn(id(4, 1)).unwrap();
+        let before = snapshot(&world);
         faulty.fail_commit_after(k);
         if let Err(err) = load_postcard(&mut world, &registry, &bytes) {
             assert!(matches!(err, LoadError::World(_)), "{err}");
-            assert_eq!(dump(&world), before, "k = {k}");
+            assert_eq!(snapshot(&world), before, "k = {k}");
+            faulty.fail_commit_after(0);
+            assert_eq!(world.spawn(()), id(4, 2));
         }
         world.check_invariants();
     }

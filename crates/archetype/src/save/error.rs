@@ -68,7 +68,7 @@ pub enum LoadError {
     /// stale.
     IdNotFree(EntityIdError),
     /// The target world refused: memory ran out while the load committed (what it spawned is
-    /// despawned again).
+    /// despawned again and the allocator put back).
     World(EntityError),
 }
 

@@ -63,7 +63,9 @@ impl World {
     /// target ([`LoadMode::KeepIds`]); [`LoadError::Entities`] when the saved allocator state
     /// does not fit this world's allocator; the world is unchanged then.
     /// [`LoadError::World`] when memory runs out part way: what the load spawned is despawned
-    /// again (a restore also puts the allocator back).
+    /// again and the allocator put back, so the world is as it was (but for the flush of
+    /// reserved entities that a load with [`LoadMode::KeepIds`] or [`LoadMode::Remap`] makes
+    /// first, as every structural change does).
     pub fn load_saved(
         &mut self,
         saved: SavedWorld,
@@ -76,6 +78,10 @@ impl World {
             .map(|&index| entity_at(index, state.generations[index as usize].get()))
             .collect();
 
+        if mode != LoadMode::Restore {
+            // Before `before`: an undo puts back the allocator as it was after this flush.
+            self.try_flush()?;
+        }
         let before = self.entities.state();
         let mut map = EntityMap::new();
         match mode {
@@ -100,7 +106,6 @@ impl World {
                 saved_ids.iter().for_each(|&e| map.insert(e, e));
             }
             LoadMode::KeepIds => {
-                self.try_flush()?;
                 for &e in &saved_ids {
                     self.entities.check_alloc_exact(e).map_err(LoadError::IdNotFree)?;
                 }
@@ -185,19 +190,27 @@ impl World {
         Ok(())
     }
 
-    /// Despawns what a failed load spawned; after a restore, puts back the allocator the world
-    /// had (`before`, taken with no entity alive or reserved).
+    /// Despawns what a failed load spawned, then puts back the allocator the world had
+    /// (`before`: generations, freelist order), so the ids it hands out next are the ones it
+    /// would have. The entities that were alive before keep their places.
     fn undo_load(&mut self, map: &EntityMap, mode: LoadMode, before: &EntitiesState) {
         match mode {
-            LoadMode::Restore => {
-                self.clear();
-                if let Err(e) = self.entities.try_restore_state(before) {
-                    unreachable!("the allocator had room for its own earlier state: {e}");
-                }
-            }
+            // The world had no entity: clearing despawns exactly the loaded ones.
+            LoadMode::Restore => self.clear(),
             LoadMode::KeepIds | LoadMode::Remap => {
                 self.despawn_batch(map.iter().map(|(_, new)| new));
             }
+        }
+        // Unless a hook spawned or despawned during the load (then the live set differs from
+        // `before`'s, and the allocator keeps its own state).
+        let same_alive = self.entities.len() == before.alive.len()
+            && self.entities.reserved_len() == 0
+            && before.alive.iter().all(|&index| {
+                let generation = before.generations[index as usize].get();
+                self.entities.is_alive(entity_at(index, generation))
+            });
+        if same_alive && let Err(e) = self.entities.try_restore_state(before) {
+            unreachable!("the allocator had room for its own earlier state: {e}");
         }
     }
 }

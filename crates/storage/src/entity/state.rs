@@ -220,12 +220,14 @@ impl Entities {
     }
 
     /// Replaces the whole state with `state`: afterwards the allocator hands out, reserves and
-    /// reuses ids exactly as the one `state` was taken from. Each alive index is alive again
-    /// with location [`EntityLocation::INVALID`] for the caller to place; `state.reserved` ids
-    /// are pending again, the same ones.
+    /// reuses ids exactly as the one `state` was taken from; `state.reserved` ids are pending
+    /// again, the same ones. An entity alive now and in `state`, at the same generation, keeps
+    /// its location; every other alive index is alive with location
+    /// [`EntityLocation::INVALID`], for the caller to place.
     ///
-    /// Whatever was alive or pending before is forgotten (its locations with it): the caller
-    /// restores into an allocator whose entities it has dropped, or owns the rest itself.
+    /// So a caller can restore into an allocator whose entities it has dropped (and place them
+    /// all again), or undo a batch of spawns: free them, then restore the state taken before,
+    /// and the entities that lived through it stay where they are.
     ///
     /// # Errors
     /// [`EntitiesStateError`] when `state` breaks one of its rules or memory is refused;
@@ -243,14 +245,33 @@ impl Entities {
         }
         self.reserve_free_room(n).map_err(EntitiesStateError::Storage)?;
 
-        // `EntityMeta` has no drop: clearing the column only forgets the old metas.
-        self.metas.column.clear();
-        for (&generation, &mark) in state.generations.iter().zip(&seen) {
-            let location =
-                if mark == ALIVE { EntityLocation::INVALID } else { EntityLocation::FREED };
-            match self.metas.try_push(EntityMeta { generation, location }) {
-                Ok(()) => {}
-                Err(e) => unreachable!("room for every meta was made above: {e}"),
+        let meta_of = |i: usize| EntityMeta {
+            generation: state.generations[i],
+            location: if seen[i] == ALIVE {
+                EntityLocation::INVALID
+            } else {
+                EntityLocation::FREED
+            },
+        };
+        let old_len = self.metas.len();
+        for (i, meta) in self.metas.as_mut_slice().iter_mut().take(n).enumerate() {
+            // An entity alive before and after, at one generation, keeps its location.
+            let kept = seen[i] == ALIVE
+                && meta.holds(Entity { index: i as u32, generation: state.generations[i] });
+            if !kept {
+                *meta = meta_of(i);
+            }
+        }
+        if n < old_len {
+            // SAFETY:
+            // - `n < old_len <= capacity()`.
+            // - metas `[0, n)` are initialised; the rest are forgotten, which is all dropping
+            //   them would do (`EntityMeta` is `Copy`, it has no drop).
+            unsafe { self.metas.column.set_len(n) };
+        }
+        for i in old_len..n {
+            if let Err(e) = self.metas.try_push(meta_of(i)) {
+                unreachable!("room for every meta was made above: {e}");
             }
         }
         self.free.clear();

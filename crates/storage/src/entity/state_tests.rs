@@ -131,3 +131,25 @@ fn alloc_exact_of_a_retired_slot_is_refused() {
     assert!(matches!(entities.try_alloc_exact(id(0, u32::MAX)), Err(EntityIdError::Retired(_))));
     assert_eq!(entities.alloc(), id(1, 1));
 }
+
+#[test]
+fn restoring_an_earlier_state_undoes_spawns_and_keeps_the_survivors_locations() {
+    let mut entities = Entities::with_max_entities(64);
+    let at = |n: u32| EntityLocation { archetype_id: n, archetype_row: n, table_row: n };
+    let kept: Vec<Entity> = (0..4).map(|n| entities.try_alloc_at(at(n)).unwrap()).collect();
+    entities.free(kept[1]);
+    let before = entities.state();
+    let mut expected = Entities::with_max_entities(64);
+    expected.try_restore_state(&before).unwrap();
+    // Spawns past the end and into the freelist, then their undo.
+    let spawned: Vec<Entity> = (0..6).map(|_| entities.alloc()).collect();
+    for e in spawned {
+        entities.free(e);
+    }
+    entities.try_restore_state(&before).unwrap();
+    assert_eq!(entities.state(), before);
+    for (n, &e) in kept.iter().enumerate().filter(|&(n, _)| n != 1) {
+        assert_eq!(entities.location(e), Some(at(n as u32)));
+    }
+    assert_eq!(next_ids(&mut entities), next_ids(&mut expected));
+}
