@@ -12,7 +12,8 @@
 //! - [`Column`]: the type-erased dense array that tables are made of.
 //! - [`StorageConfig`]: the page source and reservation size a world's containers share.
 //! - [`SparseSet`] and [`ComponentSparseSet`]: paged sparse arrays over dense data.
-//! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations.
+//! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations, and the
+//!   allocator's state as plain data ([`EntitiesState`]) for saves and snapshots.
 //! - [`HandleMap`]: generational handles over dense data.
 //!
 //! # Growth policy
