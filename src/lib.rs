@@ -86,6 +86,9 @@ pub mod prelude {
         QueryData, QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, StorageConfig,
         SystemParam,
     };
+    /// Save games (the `serde` feature).
+    #[cfg(feature = "serde")]
+    pub use folio_schedule::{EntityMap, LoadMode, MapEntities, SaveRegistry};
 }
 
 /// The README's example, run as a doctest so it stays true.

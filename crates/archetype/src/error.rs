@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use folio_storage::{Entity, StorageError};
+use folio_storage::{Entity, EntityIdError, StorageError};
 
 use crate::component::StorageType;
 
@@ -95,6 +95,9 @@ pub enum EntityError {
     ListedTwice(Entity),
     /// The bundle or component type cannot be used.
     Component(ComponentError),
+    /// The id given to [`World::try_spawn_at`](crate::World::try_spawn_at) is not free: alive,
+    /// reserved, retired or stale.
+    IdNotFree(EntityIdError),
     /// Memory could not be had: a reservation is full or the OS refused to commit.
     Storage(StorageError),
 }
@@ -110,6 +113,7 @@ impl fmt::Display for EntityError {
             }
             Self::ListedTwice(e) => write!(f, "entity {e} is listed more than once in the batch"),
             Self::Component(e) => e.fmt(f),
+            Self::IdNotFree(e) => write!(f, "cannot spawn at that id: {e}"),
             Self::Storage(e) => e.fmt(f),
         }
     }
@@ -119,6 +123,7 @@ impl std::error::Error for EntityError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Component(e) => Some(e),
+            Self::IdNotFree(e) => Some(e),
             Self::Storage(e) => Some(e),
             _ => None,
         }
@@ -134,5 +139,14 @@ impl From<ComponentError> for EntityError {
 impl From<StorageError> for EntityError {
     fn from(e: StorageError) -> Self {
         Self::Storage(e)
+    }
+}
+
+impl From<EntityIdError> for EntityError {
+    fn from(e: EntityIdError) -> Self {
+        match e {
+            EntityIdError::Storage(e) => Self::Storage(e),
+            e => Self::IdNotFree(e),
+        }
     }
 }

@@ -33,6 +33,8 @@ mod error;
 pub mod hooks;
 mod removed;
 mod resource;
+#[cfg(feature = "serde")]
+pub mod save;
 mod table;
 mod tick;
 mod type_map;
@@ -49,6 +51,10 @@ pub use folio_storage::*;
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
 pub use removed::RemovedLog;
 pub use resource::{FromWorld, ResourceTicks};
+#[cfg(feature = "serde")]
+pub use save::{
+    EntityMap, LoadError, LoadMode, LoadSeed, MapEntities, SaveRegistry, SavedWorld, WorldSave,
+};
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{

@@ -57,6 +57,8 @@ pub(crate) struct Resource {
     cell: NonNull<u8>,
     /// Drops and frees the box behind `cell`.
     drop: unsafe fn(NonNull<u8>),
+    /// The value's type name (what a save lists when it skips the resource).
+    type_name: &'static str,
 }
 
 // SAFETY: the value is `Send + Sync` (`Resource::new`'s bound) and owned; the ticks are plain
@@ -76,7 +78,13 @@ impl Resource {
         }
         let ticks = ResourceTicks { added: tick, changed: tick };
         let cell = NonNull::from(Box::leak(Box::new(ResourceCell { ticks, value }))).cast();
-        Self { cell, drop: drop_box::<R> }
+        Self { cell, drop: drop_box::<R>, type_name: std::any::type_name::<R>() }
+    }
+
+    /// The value's type name.
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn type_name(&self) -> &'static str {
+        self.type_name
     }
 
     /// A pointer to the value, with the cell's provenance.

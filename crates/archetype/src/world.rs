@@ -1,8 +1,9 @@
 //! [`World`]: the struct, its fields and what they keep true, and its construction. What the
 //! world promises its users (where entities live, every operation complete or undone) is on
 //! [`World`]'s own docs. Each kind of operation adds an `impl World` block in a submodule:
-//! `access`, `graph`, `spawn`, `despawn`, `insert_remove`, `batch`, `resources`, `ticks`,
-//! `removals`, `invariants` and `hooked`, with the row bookkeeping they share in `rows`.
+//! `access`, `graph`, `spawn`, `spawn_at`, `despawn`, `insert_remove`, `batch`, `resources`,
+//! `ticks`, `removals`, `invariants`, `hooked` and, with the `serde` feature, `save` and
+//! `load`, with the row bookkeeping they share in `rows`.
 //!
 //! # Safety model
 //! Column pointers are only read as the type the registry records for their component id; the
@@ -242,6 +243,8 @@ mod hook_tests;
 mod hooked;
 mod insert_remove;
 mod invariants;
+#[cfg(feature = "serde")]
+mod load;
 #[cfg(test)]
 mod removal_tests;
 mod removals;
@@ -249,7 +252,10 @@ mod removals;
 mod resource_tests;
 mod resources;
 mod rows;
+#[cfg(feature = "serde")]
+mod save;
 mod spawn;
+mod spawn_at;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -257,6 +263,10 @@ mod tick_tests;
 mod ticks;
 
 pub use despawn::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, BULK_DESPAWN_FROM};
+#[cfg(feature = "serde")]
+pub use load::LoadMode;
+#[cfg(feature = "serde")]
+pub use save::WorldSave;
 
 /// `result`'s value, or a panic `"{what}: {error}"` at the caller's caller: what the panicking
 /// forms of the world's fallible operations share, so the message points at the user's line.

@@ -2,7 +2,8 @@
 //!
 //! The types and the allocator's bookkeeping (`EntityMeta`, `Metas`) are here; the
 //! allocator's operations are in `allocator` (making and freeing ids, locations) and
-//! `reservations` (reserving ids through `&self`, flushing them). The design (layout, reuse
+//! `reservations` (reserving ids through `&self`, flushing them), `state` (the whole state as
+//! plain data, and making one given id alive) and, with the `serde` feature, `serde`. The design (layout, reuse
 //! order, retired slots, reservations) is on [`Entities`]' own docs. The only `unsafe` code is
 //! `Metas`' typed view of its column.
 
@@ -18,6 +19,11 @@ use crate::sync::AtomicUsize;
 
 mod allocator;
 mod reservations;
+#[cfg(feature = "serde")]
+mod serde;
+mod state;
+
+pub use state::{EntitiesState, EntitiesStateError, EntityIdError};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.
 ///

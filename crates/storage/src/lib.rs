@@ -12,7 +12,8 @@
 //! - [`Column`]: the type-erased dense array that tables are made of.
 //! - [`StorageConfig`]: the page source and reservation size a world's containers share.
 //! - [`SparseSet`] and [`ComponentSparseSet`]: paged sparse arrays over dense data.
-//! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations.
+//! - [`Entity`] and [`Entities`]: generational ids, their allocator and locations, and the
+//!   allocator's state as plain data ([`EntitiesState`]) for saves and snapshots.
 //! - [`HandleMap`]: generational handles over dense data.
 //!
 //! # Growth policy
@@ -63,7 +64,9 @@ mod test_util;
 
 pub use column::{Column, DropFn, copy_item, drop_fn_of, prefetch};
 pub use config::StorageConfig;
-pub use entity::{Entities, Entity, EntityLocation};
+pub use entity::{
+    Entities, EntitiesState, EntitiesStateError, Entity, EntityIdError, EntityLocation,
+};
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;

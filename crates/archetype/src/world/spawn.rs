@@ -322,7 +322,7 @@ impl World {
     /// - `ptrs` are bundle `b`'s component values in its order; they are moved here.
     /// - [`World::reserve_new`] of `archetype` succeeded since the lengths of its table and sets
     ///   last changed, so nothing here can fail.
-    unsafe fn place_new(
+    pub(super) unsafe fn place_new(
         &mut self,
         entity: Entity,
         archetype: ArchetypeId,
