@@ -597,3 +597,31 @@ fn memory_refused_part_way_undoes_the_load() {
     }
     assert!(refused > 0 && loaded > 0, "refused {refused}, loaded {loaded}");
 }
+
+#[test]
+fn disabled_entities_stay_disabled_through_a_save_that_names_the_marker() {
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Hp(u32);
+    let mut world = World::new();
+    let on = world.spawn((Hp(1),));
+    let off = world.spawn((Hp(2), folio_archetype::Disabled));
+    let mut registry = SaveRegistry::new();
+    registry.component::<Hp>("hp");
+
+    // Not named: listed as skipped, and the load brings the entity back enabled.
+    assert!(world.save(&registry).skipped().iter().any(|name| name.contains("Disabled")));
+    let mut enabled = World::new();
+    load_json(&mut enabled, &registry, &to_json(&world, &registry)).unwrap();
+    assert!(!enabled.has::<folio_archetype::Disabled>(off));
+
+    registry.component::<folio_archetype::Disabled>("disabled");
+    let (mut from_json, mut from_postcard) = (World::new(), World::new());
+    load_json(&mut from_json, &registry, &to_json(&world, &registry)).unwrap();
+    load_postcard(&mut from_postcard, &registry, &to_postcard(&world, &registry)).unwrap();
+    for loaded in [from_json, from_postcard] {
+        loaded.check_invariants();
+        assert!(loaded.has::<folio_archetype::Disabled>(off));
+        assert!(!loaded.has::<folio_archetype::Disabled>(on));
+        assert_eq!(loaded.get::<Hp>(off), Some(&Hp(2)));
+    }
+}

@@ -29,8 +29,36 @@ use crate::error::ComponentError;
 /// assert!(world.is_disabling(world.components().id::<Disabled>().unwrap()));
 /// world.remove::<(Disabled,)>(e).unwrap(); // enabled again, same id, same values
 /// ```
+///
+/// With the `serde` feature, `Disabled` is serializable: a save game keeps disabled entities
+/// disabled once its registry names it (`registry.component::<Disabled>("disabled")`);
+/// otherwise the save lists it among the skipped types and a load enables them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Disabled;
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Disabled {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_unit_struct("Disabled")
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Disabled {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Unit;
+        impl serde::de::Visitor<'_> for Unit {
+            type Value = Disabled;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the unit struct Disabled")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Disabled, E> {
+                Ok(Disabled)
+            }
+        }
+        deserializer.deserialize_unit_struct("Disabled", Unit)
+    }
+}
 
 impl World {
     /// Makes `C` a disabling marker like [`Disabled`]: queries that do not name `C` skip the
