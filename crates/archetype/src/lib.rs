@@ -35,6 +35,7 @@ mod removed;
 mod resource;
 mod table;
 mod tick;
+mod try_alloc;
 mod unwind;
 mod world;
 

@@ -15,6 +15,7 @@ use folio_storage::{Column, Entity, StorageConfig, StorageError, copy_item};
 
 use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
+use crate::try_alloc::{box_slice, small_vec};
 use crate::unwind::for_each_finishing;
 
 mod moves;
@@ -235,20 +236,38 @@ impl Table {
     }
 
     /// An empty table like [`Table::new`], whose columns take their pages from `config`.
+    ///
+    /// # Panics
+    /// When the heap refuses the table's column list ([`Table::try_with_config`] says so
+    /// instead).
     pub fn with_config(
         components: &Components,
         ids: &[ComponentId],
         config: &StorageConfig,
     ) -> Self {
+        Self::try_with_config(components, ids, config)
+            .unwrap_or_else(|e| panic!("Table::with_config: {e}"))
+    }
+
+    /// An empty table like [`Table::with_config`], or the typed error when the heap refuses
+    /// its column list.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses; nothing was made.
+    pub fn try_with_config(
+        components: &Components,
+        ids: &[ComponentId],
+        config: &StorageConfig,
+    ) -> Result<Self, StorageError> {
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids must be sorted and distinct");
-        Self {
-            ids: ids.into(),
-            columns: ids.iter().map(|&id| TableColumn::new(components, id, config)).collect(),
+        Ok(Self {
+            ids: small_vec(ids.len(), ids.iter().copied())?,
+            columns: box_slice(ids.iter().map(|&id| TableColumn::new(components, id, config)))?,
             entities: config.column_of::<Entity>(),
             cap: 0,
             needs_drop: ids.iter().any(|&id| components.info(id).drop_fn().is_some()),
         }
-        .with_capacity_recorded()
+        .with_capacity_recorded())
     }
 
     fn with_capacity_recorded(mut self) -> Self {

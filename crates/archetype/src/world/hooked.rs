@@ -286,7 +286,7 @@ impl World {
         let run = self.check_batch(entities.iter().copied(), Some(b))?;
         // A run of one archetype's rows in increasing order lists no entity twice.
         if run.archetype.is_none()
-            && let Some(twice) = first_repeat(entities.iter().copied())
+            && let Some(twice) = first_repeat(entities.iter().copied())?
         {
             return Err(EntityError::ListedTwice(twice));
         }
