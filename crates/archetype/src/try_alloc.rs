@@ -66,9 +66,16 @@ pub(crate) fn small_vec<A: Array>(
 
 /// Collects `items` into a `Vec`, growing it fallibly: the room its size hint promises first,
 /// then more as needed. On a refusal the items taken so far and the rest of the iterator are
-/// dropped.
+/// dropped. An exact size hint (a slice's, a range's, their `map`s') is trusted: the items
+/// are moved into the block made for them in one `extend`, with no check per item (an
+/// iterator whose exact hint lies grows the block as `Vec::extend` does).
 pub(crate) fn collect<T>(items: impl Iterator<Item = T>) -> Result<Vec<T>, StorageError> {
-    let mut v = vec_with_capacity(items.size_hint().0)?;
+    let (lower, upper) = items.size_hint();
+    let mut v = vec_with_capacity(lower)?;
+    if upper == Some(lower) {
+        v.extend(items);
+        return Ok(v);
+    }
     for item in items {
         reserve(&mut v, 1)?;
         v.push(item);
