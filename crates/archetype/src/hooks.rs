@@ -212,25 +212,17 @@ impl Hooks {
         ids.iter().fold(0, |f, &c| f | self.of(c).flags())
     }
 
-    /// The hooks of one kind (`kind` is one [`HookFlags`] bit) of the components `ids` with
-    /// such a hook, in `ids`' order.
-    pub(crate) fn collect(
-        &self,
-        ids: &[ComponentId],
-        kind: u8,
-    ) -> smallvec::SmallVec<[ComponentHook; 4]> {
-        ids.iter()
-            .filter_map(|&c| {
-                let h = self.of(c);
-                match kind {
-                    HookFlags::ADD => h.on_add,
-                    HookFlags::INSERT => h.on_insert,
-                    HookFlags::REPLACE => h.on_replace,
-                    HookFlags::REMOVE => h.on_remove,
-                    _ => None,
-                }
-            })
-            .collect()
+    /// Component `id`'s hook of one kind (`kind` is one [`HookFlags`] bit), if it has one.
+    #[inline]
+    pub(crate) fn of_kind(&self, id: ComponentId, kind: u8) -> Option<ComponentHook> {
+        let h = self.of(id);
+        match kind {
+            HookFlags::ADD => h.on_add,
+            HookFlags::INSERT => h.on_insert,
+            HookFlags::REPLACE => h.on_replace,
+            HookFlags::REMOVE => h.on_remove,
+            _ => None,
+        }
     }
 }
 

@@ -37,6 +37,7 @@ mod resource;
 pub mod save;
 mod table;
 mod tick;
+mod try_alloc;
 mod type_map;
 mod unwind;
 mod world;

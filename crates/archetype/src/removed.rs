@@ -85,7 +85,6 @@ impl Removals {
         self.logs.get_mut(id.index()).and_then(Option::as_mut)
     }
 
-    /// Logs that `entity` lost each of `ids` that is tracked.
     /// Makes room for `additional` entries in the log of each of `ids` that is tracked, so
     /// that the [`Self::record`]s of an operation cannot allocate: called before the operation
     /// changes anything, when [`Self::any`].
@@ -107,6 +106,28 @@ impl Removals {
         Ok(())
     }
 
+    /// Makes room for `count(index)` more entries in the log of each tracked component, by
+    /// component index: [`Self::try_reserve`] for operations whose counts differ by component
+    /// (`World::try_clear`).
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses; the logs keep their entries.
+    #[cold]
+    pub(crate) fn try_reserve_by(
+        &mut self,
+        mut count: impl FnMut(usize) -> usize,
+    ) -> Result<(), StorageError> {
+        for (index, log) in self.logs.iter_mut().enumerate() {
+            if let Some(log) = log {
+                let additional = count(index);
+                log.try_reserve(additional).map_err(|e| StorageError::alloc(additional, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Logs that `entity` lost each of `ids` that is tracked; the room was made
+    /// ([`Self::try_reserve`]), so this never allocates.
     #[inline]
     pub(crate) fn record(&mut self, entity: Entity, ids: &[ComponentId]) {
         if !self.any() {

@@ -9,12 +9,11 @@
 
 use std::ptr::NonNull;
 
-use smallvec::SmallVec;
-
 use folio_storage::{Column, Entity, StorageConfig, StorageError, copy_item};
 
 use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
+use crate::try_alloc::{box_slice, small_vec};
 use crate::unwind::for_each_finishing;
 
 mod moves;
@@ -235,20 +234,38 @@ impl Table {
     }
 
     /// An empty table like [`Table::new`], whose columns take their pages from `config`.
+    ///
+    /// # Panics
+    /// When the heap refuses the table's column list ([`Table::try_with_config`] says so
+    /// instead).
     pub fn with_config(
         components: &Components,
         ids: &[ComponentId],
         config: &StorageConfig,
     ) -> Self {
+        Self::try_with_config(components, ids, config)
+            .unwrap_or_else(|e| panic!("Table::with_config: {e}"))
+    }
+
+    /// An empty table like [`Table::with_config`], or the typed error when the heap refuses
+    /// its column list.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses; nothing was made.
+    pub fn try_with_config(
+        components: &Components,
+        ids: &[ComponentId],
+        config: &StorageConfig,
+    ) -> Result<Self, StorageError> {
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids must be sorted and distinct");
-        Self {
-            ids: ids.into(),
-            columns: ids.iter().map(|&id| TableColumn::new(components, id, config)).collect(),
+        Ok(Self {
+            ids: small_vec(ids.len(), ids.iter().copied())?,
+            columns: box_slice(ids.iter().map(|&id| TableColumn::new(components, id, config)))?,
             entities: config.column_of::<Entity>(),
             cap: 0,
             needs_drop: ids.iter().any(|&id| components.info(id).drop_fn().is_some()),
         }
-        .with_capacity_recorded()
+        .with_capacity_recorded())
     }
 
     fn with_capacity_recorded(mut self) -> Self {
@@ -408,26 +425,29 @@ impl Table {
         self.cap - self.len()
     }
 
-    /// Where a batch of rows is written before [`Table::commit_rows`]: every column's first
-    /// item, in column order, and the entity column's first slot. Row `r` of column `c` is `r`
-    /// items of the column's type on from `bases[c]`.
+    /// Where a batch of rows is written before [`Table::commit_rows`]: the first item of the
+    /// `col`th column (in column order). Row `r` of that column is `r` items of the column's
+    /// type on from it. (One column at a time: a list of every column's would spill to the
+    /// heap past 8 columns.)
     ///
-    /// The pointers stay valid until the table is next reserved, cleared or shrunk; the slots
-    /// from `len` to `len + spare_rows()` may be written through them.
-    pub(crate) fn row_bases(&mut self) -> (SmallVec<[*mut u8; 8]>, *mut Entity) {
-        let bases = self
-            .columns
-            .iter_mut()
-            // SAFETY: row 0 is at most the capacity, so the pointer is the buffer's start.
-            .map(|c| unsafe { c.data.get_unchecked(0) }.as_ptr())
-            .collect();
-        // SAFETY: as above, for the entity column.
-        let entities = unsafe { self.entities.get_unchecked(0) }.cast::<Entity>().as_ptr();
-        (bases, entities)
+    /// The pointer stays valid until the table is next reserved, cleared or shrunk; the slots
+    /// from `len` to `len + spare_rows()` may be written through it.
+    ///
+    /// # Panics
+    /// When `col` is not a column index.
+    pub(crate) fn row_base(&mut self, col: usize) -> *mut u8 {
+        // SAFETY: row 0 is at most the capacity, so the pointer is the buffer's start.
+        unsafe { self.columns[col].data.get_unchecked(0) }.as_ptr()
+    }
+
+    /// The entity column's first slot, as [`Table::row_base`] gives a column's.
+    pub(crate) fn entity_base(&mut self) -> *mut Entity {
+        // SAFETY: row 0 is at most the capacity, so the pointer is the buffer's start.
+        unsafe { self.entities.get_unchecked(0) }.cast::<Entity>().as_ptr()
     }
 
     /// Appends rows `len..len + n`, whose values and entities were written through
-    /// [`Table::row_bases`]: each component's added and changed ticks become `tick`, written as
+    /// [`Table::row_base`] and [`Table::entity_base`]: each component's added and changed ticks become `tick`, written as
     /// one fill per tick column instead of two stores per row and component.
     ///
     /// # Safety

@@ -43,9 +43,13 @@ pub enum StorageError {
         /// The item count that was asked for.
         requested: usize,
     },
-    /// The heap allocator refused to grow a bookkeeping list (an archetype's entity list, a
-    /// sparse set's entities or pages, a removal log, the entity freelist) by `additional`
-    /// items. Nothing changed.
+    /// The heap allocator refused a block: to grow a bookkeeping list (an archetype's entity
+    /// list, a sparse set's entities or pages, a removal log, the entity freelist, the
+    /// archetype graph's lists and indices, a batch's lists) by `additional` items, or a small
+    /// block of its own (the box a column's reservation lives in). Nothing changed.
+    ///
+    /// Which operations give this error and which still allocate infallibly is listed in
+    /// docs/RELIABILITY.md, "Out of memory".
     Alloc {
         /// The item count the list was asked to grow by.
         additional: usize,

@@ -10,6 +10,7 @@
 //! (the spare list here) on [`Column`](crate::Column#reservations-colouring-and-reuse).
 
 use std::alloc::{self, Layout};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -114,10 +115,29 @@ fn give_spare(mut reservation: Reservation, source: &Arc<dyn PageSource>) {
     }
     let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
     let committed = reservation.committed_bytes();
-    if spare.list.len() < SPARE_MAX && spare.committed + committed <= SPARE_TOTAL_BYTES {
+    // A list the heap has no room for (it grows up to `SPARE_MAX`) releases the reservation.
+    if spare.list.len() < SPARE_MAX
+        && spare.committed + committed <= SPARE_TOTAL_BYTES
+        && spare.list.try_reserve(1).is_ok()
+    {
         spare.committed += committed;
         spare.list.push(reservation);
     }
+}
+
+/// A heap block for one `T`, not yet written, or [`StorageError::Alloc`] when the heap
+/// refuses it (where `Box::new` would abort).
+fn try_box_uninit<T>() -> Result<Box<MaybeUninit<T>>, StorageError> {
+    let mut block: Vec<MaybeUninit<T>> = Vec::new();
+    block.try_reserve_exact(1).map_err(|e| StorageError::alloc(1, e))?;
+    block.push(MaybeUninit::uninit());
+    // Length 1 of capacity 1: no reallocation.
+    let block = Box::into_raw(block.into_boxed_slice());
+    // SAFETY:
+    // - the slice's block was allocated by the global allocator with the layout of one
+    //   `MaybeUninit<T>` (an array of one `T` has `T`'s size and alignment), which is what the
+    //   box frees it with; its only owner is this box.
+    Ok(unsafe { Box::from_raw(block.cast::<MaybeUninit<T>>()) })
 }
 
 /// The cache-line offset of the next coloured reservation (a counter, spread over a page).
@@ -344,6 +364,9 @@ impl RawBuf {
         let colour = if self.column { next_colour(page_size, align) } else { 0 };
         let too_big =
             || StorageError::CapacityExceeded { capacity: self.max_capacity(), requested: len };
+        // The box the reservation will live in, first: refused, nothing was made (`Box::new`
+        // after the copy would abort instead).
+        let slot = try_box_uninit::<Reservation>()?;
         let mut reservation = if self.column {
             // One page more, so the coloured start leaves `max_bytes` for the items. Rounding
             // up is checked too: a wrapped size would make a reservation smaller than the items.
@@ -393,7 +416,7 @@ impl RawBuf {
         self.cap = items_in(&reservation, offset, self.max_bytes, self.item.size());
         self.ptr = new;
         self.offset = offset;
-        self.backing = Backing::Reserved(Box::new(reservation));
+        self.backing = Backing::Reserved(Box::write(slot, reservation));
         Ok(())
     }
 

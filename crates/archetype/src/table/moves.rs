@@ -5,6 +5,7 @@ use folio_storage::{Entity, StorageError, copy_item};
 
 use super::{Table, tick_slot};
 use crate::component::ComponentId;
+use crate::try_alloc::{box_slice, vec_with_capacity};
 
 /// How one table's columns map onto another's, computed once per archetype-graph edge so that
 /// moving a row between the two tables searches nothing.
@@ -21,16 +22,18 @@ impl ColumnMap {
     pub(crate) const NONE: u32 = u32::MAX;
 
     /// The map from `src`'s columns to `dst`'s.
-    pub(crate) fn new(src: &Table, dst: &Table) -> Self {
-        let src_to_dst = src
-            .ids
-            .iter()
-            .map(|&id| dst.column_index(id).map_or(Self::NONE, |i| i as u32))
-            .collect();
-        let dst_new = (0..dst.ids.len() as u32)
-            .filter(|&i| src.column_index(dst.ids[i as usize]).is_none())
-            .collect();
-        Self { src_to_dst, dst_new }
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses one of its two lists.
+    pub(crate) fn try_new(src: &Table, dst: &Table) -> Result<Self, StorageError> {
+        let src_to_dst = box_slice(
+            src.ids.iter().map(|&id| dst.column_index(id).map_or(Self::NONE, |i| i as u32)),
+        )?;
+        let new = |i: &u32| src.column_index(dst.ids[*i as usize]).is_none();
+        let mut dst_new = vec_with_capacity((0..dst.ids.len() as u32).filter(new).count())?;
+        dst_new.extend((0..dst.ids.len() as u32).filter(new));
+        let dst_new = dst_new.into_boxed_slice();
+        Ok(Self { src_to_dst, dst_new })
     }
 }
 
@@ -71,8 +74,9 @@ impl Table {
     ) -> Result<MovedRow, StorageError> {
         debug_assert!(row < self.len());
         dst.try_reserve(1)?;
-        let map = ColumnMap::new(self, dst);
-        let src_ids = self.ids.clone();
+        let map = ColumnMap::try_new(self, dst)?;
+        let src_ids: crate::bundle::ComponentIds =
+            crate::try_alloc::small_vec(self.ids.len(), self.ids.iter().copied())?;
         // SAFETY:
         // - `row < len`, `dst` is another table of the same registry (caller); `map` was just
         //   made for this pair; one row was reserved in `dst`.
@@ -100,6 +104,45 @@ impl Table {
         })
     }
 
+    /// [`Table::move_row`] with the column map made beforehand and room reserved by the
+    /// caller, so it allocates nothing and cannot fail: what a structural change that must not
+    /// fail halfway uses once it has made the map (fallibly) and reserved the row.
+    ///
+    /// # Safety
+    /// - `row < len`.
+    /// - `dst` is not `self`, was built from the same registry, and `map` is
+    ///   `ColumnMap::try_new(self, dst)`.
+    /// - `dst.try_reserve(1)` succeeded since `dst`'s length last changed.
+    /// - `taken(col, ptr)` is as for [`Table::move_row_mapped`]; `missing(id)` returns a
+    ///   pointer to a valid value of `id`'s type for each component `dst` has and `self`
+    ///   lacks, which the caller then treats as moved; neither unwinds.
+    pub(crate) unsafe fn move_row_with_map(
+        &mut self,
+        row: usize,
+        dst: &mut Table,
+        map: &ColumnMap,
+        tick: u32,
+        taken: impl FnMut(usize, *mut u8),
+        mut missing: impl FnMut(ComponentId) -> *const u8,
+    ) -> MovedRow {
+        // SAFETY:
+        // - `row < len`; `dst` and `map` as the caller says; one row was reserved in `dst`.
+        // - `taken` is the caller's, under the same contract.
+        // - `fill` writes `missing(id)`'s value (valid for `id`'s type, moved, caller) into the
+        //   slot of each column `dst` has and `self` lacks, and does not unwind.
+        unsafe {
+            self.move_row_mapped(row, dst, map, tick, taken, |dst, new_row| {
+                for &d in map.dst_new.iter() {
+                    let d = d as usize;
+                    let src = missing(dst.ids[d]);
+                    let size = dst.columns[d].data.item_layout().size();
+                    let slot = dst.data_slot(d, new_row);
+                    std::ptr::copy_nonoverlapping(src, slot, size);
+                }
+            })
+        }
+    }
+
     /// [`Table::move_row`] with the column map computed beforehand (once per graph edge) and
     /// room reserved by the caller, so it cannot fail and searches nothing:
     /// - columns both tables have move across with their ticks;
@@ -111,7 +154,7 @@ impl Table {
     /// # Safety
     /// - `row < len`.
     /// - `dst` is not `self`, was built from the same registry, and `map` is
-    ///   `ColumnMap::new(self, dst)`.
+    ///   `ColumnMap::try_new(self, dst)`.
     /// - `dst.try_reserve(1)` succeeded since `dst`'s length last changed.
     /// - `taken(col, ptr)` takes ownership of the value behind `ptr` (of source column `col`'s
     ///   type), moves it out before it returns (the slot is reused right after) and must not
@@ -148,7 +191,7 @@ impl Table {
             } else {
                 // SAFETY: `row < len` (caller).
                 let (added, changed) = unsafe { column.ticks(row) };
-                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::new`).
+                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::try_new`).
                 let target = unsafe { dst.columns.get_unchecked_mut(d as usize) };
                 // SAFETY:
                 // - `src` is the live value at `row`; the slot at `new_row < dst.cap` is inside
@@ -204,7 +247,7 @@ impl Table {
     /// # Safety
     /// - `n <= len`.
     /// - `dst` is not `self`, was built from the same registry, and `map` is
-    ///   `ColumnMap::new(self, dst)`.
+    ///   `ColumnMap::try_new(self, dst)`.
     /// - `dst.try_reserve(n)` succeeded since `dst`'s length last changed.
     /// - `taken(col, ptr)` takes ownership of the `n` values from `ptr` on (of source column
     ///   `col`'s type) and must not unwind.
@@ -234,7 +277,7 @@ impl Table {
                 // The values' ownership passes to `taken` (caller's contract).
                 taken(i, src);
             } else {
-                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::new`).
+                // SAFETY: `d` is an index into `dst.columns` (made by `ColumnMap::try_new`).
                 let target = unsafe { dst.columns.get_unchecked_mut(d as usize) };
                 // SAFETY:
                 // - rows `start..len` are live in the source's data and tick columns; slots

@@ -11,6 +11,7 @@ use crate::bundle::Bundle;
 use crate::error::EntityError;
 use crate::hooks::HookFlags;
 use crate::table::TableId;
+use crate::try_alloc::{collect, reserve, small_vec, vec_with_capacity};
 
 impl World {
     /// Adds each bundle to its entity, as [`World::insert`] would one at a time, with every
@@ -36,7 +37,8 @@ impl World {
     {
         self.try_flush()?;
         let b = self.bundle_id::<B>()?;
-        let batch: Vec<(Entity, B)> = batch.into_iter().collect();
+        // Grown fallibly: a refused block drops the bundles taken so far and the rest.
+        let batch: Vec<(Entity, B)> = collect(batch.into_iter())?;
         // On an error the bundles are dropped here.
         let run = self.check_batch(batch.iter().map(|&(e, _)| e), None)?;
         if self.hooks.any_in(self.bundles[b].ids(), HookFlags::INSERTS) {
@@ -88,7 +90,7 @@ impl World {
     ) -> Result<Vec<B>, EntityError> {
         self.try_flush()?;
         let b = self.bundle_id::<B>()?;
-        let entities: Vec<Entity> = entities.into_iter().collect();
+        let entities: Vec<Entity> = collect(entities.into_iter())?;
         if self.hooks.any_in(self.bundles[b].ids(), HookFlags::REMOVAL) {
             // Every entity checked before any hook runs; the hooks change no structure, so the
             // check holds for the removal after them.
@@ -138,13 +140,16 @@ impl World {
         if let Some(from) = run.archetype {
             let edge = self.remove_edge(from, b)?;
             self.reserve_batch_targets(&[(from, edge, run.len)])?;
+            // The values handed back, made before anything moves.
+            let mut removed = vec_with_capacity(run.len)?;
             if run.tail && self.is_block_move(from, edge) {
-                return Ok(self.remove_tail(run.len, from, edge));
+                self.remove_tail(&mut removed, run.len, from, edge);
+                return Ok(removed);
             }
             if run.tail && self.is_list_block_move(from, edge) {
-                return Ok(self.remove_sparse_tail(run.len, b, from, edge));
+                self.remove_sparse_tail(&mut removed, run.len, b, from, edge);
+                return Ok(removed);
             }
-            let mut removed = try_vec(run.len)?;
             for &entity in entities.iter().rev() {
                 let loc = self.entities.location(entity).expect("checked alive");
                 removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -152,13 +157,13 @@ impl World {
             removed.reverse();
             return Ok(removed);
         }
-        if let Some(twice) = first_repeat(entities.iter().copied()) {
+        if let Some(twice) = first_repeat(entities.iter().copied())? {
             return Err(EntityError::ListedTwice(twice));
         }
         let targets =
             self.batch_targets(entities.iter().copied(), |w, from| w.remove_edge(from, b))?;
         self.reserve_batch_targets(&targets)?;
-        let mut removed = try_vec(run.len)?;
+        let mut removed = vec_with_capacity(run.len)?;
         for &entity in entities {
             let loc = self.entities.location(entity).expect("checked alive");
             removed.push(self.remove_located(entity, loc, b).expect("checked and reserved"));
@@ -243,7 +248,7 @@ impl World {
                 Some(t) => t,
                 None => {
                     let e = edge(self, from)?;
-                    targets.try_reserve(1).map_err(|e| StorageError::alloc(1, e))?;
+                    reserve(&mut targets, 1)?;
                     targets.push((from, e, 0));
                     targets.len() - 1
                 }
@@ -263,8 +268,11 @@ impl World {
         // Summed per target first: several sources may move into one table (archetypes that
         // differ only in sparse-set components) or one archetype, and a reservation is of room
         // beyond the current length, not on top of an earlier one.
-        let mut tables: SmallVec<[(TableId, usize); 4]> = SmallVec::new();
-        let mut lists: SmallVec<[(ArchetypeId, usize); 4]> = SmallVec::new();
+        // At most one entry per target (its room made fallibly: past 4 entries a `SmallVec`
+        // spills with an allocation that aborts when refused).
+        let n = targets.len();
+        let mut tables: SmallVec<[(TableId, usize); 4]> = small_vec(n, std::iter::empty())?;
+        let mut lists: SmallVec<[(ArchetypeId, usize); 4]> = small_vec(n, std::iter::empty())?;
         fn add<K: PartialEq>(sums: &mut SmallVec<[(K, usize); 4]>, key: K, count: usize) {
             match sums.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, sum)) => *sum += count,
@@ -359,15 +367,16 @@ impl World {
     /// its last entry, not a swap), then the entries moved to the target's list as one block.
     fn remove_sparse_tail<B: Bundle>(
         &mut self,
+        removed: &mut Vec<B>,
         n: usize,
         b: usize,
         from: ArchetypeId,
         edge: Edge,
-    ) -> Vec<B> {
+    ) {
+        debug_assert!(removed.is_empty() && removed.capacity() >= n, "room made by the caller");
         let (ids, sets) = (self.bundles[b].ids(), &mut self.sparse_sets);
         let list = self.archetypes[from.index()].listed_entities();
         let tail = &list[list.len() - n..];
-        let mut removed: Vec<B> = Vec::with_capacity(n);
         let out = removed.as_mut_ptr();
         for (i, entry) in tail.iter().enumerate().rev() {
             let entity = entry.entity;
@@ -381,8 +390,8 @@ impl World {
             // - each pointer is the entity's live value of the next bundle component's type
             //   (the ids are in the bundle's order); the sets forget (never drop) them below, so
             //   ownership passes to the bundle.
-            // - `i < n`, the vector's capacity; each slot is written once, and the length is
-            //   set once all `n` are.
+            // - `i < n <= capacity` (the caller made the room; the vector is empty); each slot
+            //   is written once, and the length is set once all `n` are.
             unsafe { out.add(i).write(B::from_components(&mut read)) };
             for &c in ids {
                 let set = sets[c.index()].as_mut().expect("made with archetype");
@@ -393,7 +402,6 @@ impl World {
         // SAFETY: the first `n` slots were written above.
         unsafe { removed.set_len(n) };
         self.move_list_tail(from, edge.to, n);
-        removed
     }
 
     /// Moves the last `n` entries of `from`'s list to the end of `to`'s (two archetypes of one
@@ -448,8 +456,16 @@ impl World {
     }
 
     /// [`World::remove_batch`] of `n` entities that are the last rows of `from`'s table in row
-    /// order, along an edge that [`World::is_block_move`] allows, with room reserved.
-    fn remove_tail<B: Bundle>(&mut self, n: usize, from: ArchetypeId, edge: Edge) -> Vec<B> {
+    /// order, along an edge that [`World::is_block_move`] allows, with room reserved (in
+    /// `removed` too, empty, which takes the values).
+    fn remove_tail<B: Bundle>(
+        &mut self,
+        removed: &mut Vec<B>,
+        n: usize,
+        from: ArchetypeId,
+        edge: Edge,
+    ) {
+        debug_assert!(removed.is_empty() && removed.capacity() >= n, "room made by the caller");
         let (plan, src, dst) =
             move_parts(&self.move_plans, &mut self.tables, &self.archetypes, from, edge);
         let start = src.len() - n;
@@ -465,7 +481,6 @@ impl World {
                 (unsafe { src.data_slot(col as usize, start) }, size)
             })
             .collect();
-        let mut removed: Vec<B> = Vec::with_capacity(n);
         let out = removed.as_mut_ptr();
         for i in 0..n {
             let mut next = 0;
@@ -479,8 +494,9 @@ impl World {
             // - bundle component `k` lives in column `bundle_cols[k]`, of its type, and row
             //   `start + i` is live; the move below forgets these values, so ownership passes to
             //   the bundle.
-            // - `i < n`, the vector's capacity; slots are written in order, and its length is
-            //   set once all `n` are (nothing in between unwinds). Written in place, not pushed:
+            // - `i < n <= capacity` (the caller made the room; the vector is empty); slots are
+            //   written in order, and its length is set once all `n` are (nothing in between
+            //   unwinds). Written in place, not pushed:
             //   a push stored the length on every row (add_remove's batch, a sixth of the
             //   removal).
             unsafe { out.add(i).write(B::from_components(&mut read)) };
@@ -495,7 +511,6 @@ impl World {
         // - `dst` has no column the source lacks (remove only removes): nothing to fill.
         let first = unsafe { src.move_tail_mapped(n, dst, &plan.map, 0, |_, _| {}, |_, _| {}) };
         self.finish_tail_move(from, edge.to, first, n);
-        removed
     }
 
     /// Records a block move of `n` rows from the end of `from`'s table to rows `first..` of
@@ -525,31 +540,29 @@ pub(super) struct BatchRun {
 /// an index names one entity: a bitset over the indices when it is small beside the batch
 /// (at most 4 words per entity), a hash set otherwise. (A hash set over 10,000 entities cost
 /// more than the removals it guarded.)
-pub(super) fn first_repeat(entities: impl Iterator<Item = Entity> + Clone) -> Option<Entity> {
+///
+/// # Errors
+/// [`StorageError::Alloc`] when the heap refuses the bitset or the set.
+pub(super) fn first_repeat(
+    entities: impl Iterator<Item = Entity> + Clone,
+) -> Result<Option<Entity>, StorageError> {
     let (mut words, mut n) = (0, 0);
     for e in entities.clone() {
         words = words.max(e.index() as usize / 64 + 1);
         n += 1;
     }
     if words <= 4 * n {
-        let mut seen = vec![0u64; words];
-        entities.into_iter().find(|e| {
+        let mut seen = vec_with_capacity(words)?;
+        seen.resize(words, 0u64);
+        Ok(entities.into_iter().find(|e| {
             let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
             let repeat = seen[word] & bit != 0;
             seen[word] |= bit;
             repeat
-        })
+        }))
     } else {
-        let mut seen = ahash::AHashSet::with_capacity(n);
-        entities.into_iter().find(|&e| !seen.insert(e))
+        let mut seen = ahash::AHashSet::default();
+        seen.try_reserve(n).map_err(|e| StorageError::alloc(n, e))?;
+        Ok(entities.into_iter().find(|&e| !seen.insert(e)))
     }
-}
-
-/// An empty `Vec` with room for `n` items, or the typed error when the heap refuses it (a
-/// `Vec::with_capacity` would abort): for the values a batch hands back, made before the
-/// batch changes anything.
-fn try_vec<T>(n: usize) -> Result<Vec<T>, StorageError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|e| StorageError::alloc(n, e))?;
-    Ok(v)
 }

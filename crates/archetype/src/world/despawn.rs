@@ -11,6 +11,7 @@ use crate::component::ComponentId;
 use crate::error::EntityError;
 use crate::hooks::HookFlags;
 use crate::table::Table;
+use crate::try_alloc::vec_with_capacity;
 use crate::unwind::for_each_finishing;
 
 impl World {
@@ -86,7 +87,7 @@ impl World {
     /// [`StorageError::Alloc`](folio_storage::StorageError::Alloc) when the heap refuses.
     #[cold]
     #[inline(never)]
-    fn reserve_removal_of(&mut self, entity: Entity) -> Result<(), EntityError> {
+    pub(super) fn reserve_removal_of(&mut self, entity: Entity) -> Result<(), EntityError> {
         if let Some(loc) = self.entities.location(entity) {
             let archetype = &self.archetypes[loc.archetype_id as usize];
             self.removals.try_reserve(archetype.components(), 1)?;
@@ -149,7 +150,11 @@ impl World {
 
     /// [`World::despawn_batch`] of a large batch: mark, sweep, then the rest one at a time.
     fn despawn_swept(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
-        let mut slot_of_table = vec![u32::MAX; self.tables.len()];
+        // Without room for the table slots (the heap refused), one at a time: that needs none.
+        let Ok(mut slot_of_table) = vec_with_capacity(self.tables.len()) else {
+            return self.despawn_each(entities);
+        };
+        slot_of_table.resize(self.tables.len(), u32::MAX);
         let mut rest = Vec::new();
         let removals = &mut self.removals;
         // Made before the first entity is freed: if the caller's iterator panics, its `Drop`
@@ -234,11 +239,32 @@ impl World {
     /// is empty and consistent, before the panic continues.
     ///
     /// # Panics
-    /// When reserved entities are pending and the OS refuses memory to flush them first (before
-    /// anything changes: they stay reserved), and as above when a `Drop` panics.
+    /// When memory is refused (see [`World::try_clear`], which says so instead), and as above
+    /// when a `Drop` panics.
     #[track_caller]
     pub fn clear(&mut self) {
-        or_panic(self.try_flush(), "World::clear");
+        or_panic(self.try_clear(), "World::clear");
+    }
+
+    /// [`World::clear`], or the typed error when the memory it needs is refused: to flush the
+    /// reserved entities first, or (while removals are tracked) room in the removal logs for
+    /// an entry per entity and tracked component. Both are had before anything changes, and
+    /// before any hook runs; the rest of a clear allocates nothing.
+    ///
+    /// # Errors
+    /// [`EntityError::Storage`] when memory is refused; nothing changed then (reserved
+    /// entities stay reserved).
+    pub fn try_clear(&mut self) -> Result<(), EntityError> {
+        self.try_flush()?;
+        if self.removals.any() {
+            let Self { archetypes, removals, .. } = self;
+            removals.try_reserve_by(|index| {
+                let has = |a: &&Archetype| {
+                    a.components().binary_search_by_key(&index, |c| c.index()).is_ok()
+                };
+                archetypes.iter().filter(has).map(Archetype::len).sum()
+            })?;
+        }
         if self.hooks.any(HookFlags::REMOVAL) {
             self.run_removal_hooks_all();
         }
@@ -265,6 +291,7 @@ impl World {
         if !self.hooks.deferred.is_empty() {
             self.apply_deferred();
         }
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@ use crate::bundle::{Bundle, BundleInfo, ComponentIds};
 use crate::component::{Component, ComponentId, StorageType};
 use crate::error::ComponentError;
 use crate::table::{ColumnMap, Table, TableId};
+use crate::try_alloc::{box_slice, reserve, reserve_map, small_vec};
 
 impl World {
     /// Registers `T` with `storage`; an error if it was registered with another storage type.
@@ -74,13 +75,15 @@ impl World {
         let table = arch.table_id();
         let columns = if arch.sparse_components().is_empty() {
             let t = &self.tables[table.index()];
-            let columns =
-                self.bundles[b].ids().iter().map(|&c| t.column_index(c).map(|i| i as u32));
-            columns.collect::<Option<Box<[u32]>>>()
+            let ids = self.bundles[b].ids();
+            let columns = ids.iter().map(|&c| t.column_index(c).map_or(u32::MAX, |i| i as u32));
+            Some(box_slice(columns)?).filter(|c| !c.contains(&u32::MAX))
         } else {
             None
         };
         if self.spawn_plans.len() <= b {
+            let more = b + 1 - self.spawn_plans.len();
+            reserve(&mut self.spawn_plans, more)?;
             self.spawn_plans.resize_with(b + 1, || None);
         }
         self.spawn_plans[b] = Some(SpawnPlan { archetype, table, columns });
@@ -92,9 +95,10 @@ impl World {
     /// # Errors
     /// [`StorageError::Alloc`] when the new archetype makes its table shared and the heap
     /// refuses the entity list the table's first archetype starts keeping then (a copy of the
-    /// table's entity ids, so as large as the table is long). Checked before the archetype is
-    /// made: no entity's data or location changes (the table and sparse sets of the
-    /// components may have been made, empty, as a later success would make them).
+    /// table's entity ids, so as large as the table is long), or any of the few blocks a new
+    /// archetype adds to the world's lists and indices. Checked before the archetype is made:
+    /// no entity's data or location changes (the table and sparse sets of the components may
+    /// have been made, empty, as a later success would make them).
     pub(super) fn archetype_for(
         &mut self,
         components: ComponentIds,
@@ -106,12 +110,29 @@ impl World {
         // can have it (resolved at its registration already; this keeps it so whatever
         // registers it).
         self.removals.resolve_pending(&self.components);
-        let (mut table_ids, mut sparse) = (ComponentIds::new(), ComponentIds::new());
-        for &c in &components {
-            match self.components.info(c).storage_type() {
-                StorageType::Table => table_ids.push(c),
-                StorageType::SparseSet => sparse.push(c),
-            }
+        // Room in every list and index the archetype joins, first: what is made below cannot
+        // be refused (the table, its columns and the sets allocate fallibly themselves).
+        reserve(&mut self.archetypes, 1)?;
+        reserve_map(&mut self.archetype_index, 1)?;
+        reserve(&mut self.table_owner, 1)?;
+        reserve(&mut self.tables, 1)?;
+        reserve_map(&mut self.table_index, 1)?;
+        let storage_of = |c: &&ComponentId| self.components.info(**c).storage_type();
+        let n = components.len();
+        let table_ids: ComponentIds = small_vec(
+            n,
+            components.iter().filter(|c| storage_of(c) == StorageType::Table).copied(),
+        )?;
+        let sparse: ComponentIds = small_vec(
+            n,
+            components.iter().filter(|c| storage_of(c) == StorageType::SparseSet).copied(),
+        )?;
+        let key: ComponentIds = small_vec(n, components.iter().copied())?;
+        if let Some(last) = sparse.last()
+            && self.sparse_sets.len() <= last.index()
+        {
+            let more = last.index() + 1 - self.sparse_sets.len();
+            reserve(&mut self.sparse_sets, more)?;
         }
         for &c in &sparse {
             if self.sparse_sets.len() <= c.index() {
@@ -130,13 +151,14 @@ impl World {
             Some(&t) => t,
             None => {
                 let t = TableId(u32::try_from(self.tables.len()).expect("too many tables"));
-                self.tables.push(Table::with_config(&self.components, &table_ids, &self.storage));
+                let table = Table::try_with_config(&self.components, &table_ids, &self.storage)?;
+                self.tables.push(table);
                 self.table_index.insert(table_ids, t);
                 t
             }
         };
         let id = ArchetypeId(u32::try_from(self.archetypes.len()).expect("too many archetypes"));
-        let mut archetype = Archetype::new(id, table_id, components.clone(), sparse);
+        let mut archetype = Archetype::new(id, table_id, key, sparse);
         archetype.set_hook_flags(self.hooks.flags_of(&components));
         archetype.set_disabled(self.holds_disabling(&components));
         // Tables are made in order, each right before its first archetype (the empty table
@@ -183,12 +205,12 @@ impl World {
     #[cold]
     fn make_insert_edge(&mut self, from: ArchetypeId, b: usize) -> Result<Edge, StorageError> {
         self.edge_stats.misses += 1;
-        let mut set: ComponentIds = self.archetypes[from.index()].components().into();
-        for &c in self.bundles[b].sorted_ids() {
-            if let Err(pos) = set.binary_search(&c) {
-                set.insert(pos, c);
-            }
-        }
+        // Room for the edge and its plan first (nothing to undo if refused).
+        reserve(&mut self.archetypes[from.index()].insert_edges, 1)?;
+        reserve(&mut self.move_plans, 1)?;
+        let have = self.archetypes[from.index()].components();
+        let bundle = self.bundles[b].sorted_ids();
+        let set = small_vec(have.len() + bundle.len(), merge_sorted(have, bundle))?;
         let to = self.archetype_for(set)?;
         // Every bundle component new to the entity and all of one storage type: a planned
         // table-row move plus the bundle's values (no sparse set changes), or a sparse move (the
@@ -203,7 +225,8 @@ impl World {
             let dst = &self.tables[new.index()];
             let bundle_cols =
                 ids.iter().map(|&c| dst.column_index(c).expect("the target has it") as u32);
-            self.push_move_plan(old, new, bundle_cols.collect())
+            let bundle_cols = box_slice(bundle_cols)?;
+            self.push_move_plan(old, new, bundle_cols)?
         } else if storage == Some(StorageType::SparseSet) {
             Edge::SPARSE
         } else {
@@ -234,13 +257,12 @@ impl World {
     #[cold]
     fn make_remove_edge(&mut self, from: ArchetypeId, b: usize) -> Result<Edge, StorageError> {
         self.edge_stats.misses += 1;
+        reserve(&mut self.archetypes[from.index()].remove_edges, 1)?;
+        reserve(&mut self.move_plans, 1)?;
         let bundle = self.bundles[b].sorted_ids();
-        let set: ComponentIds = self.archetypes[from.index()]
-            .components()
-            .iter()
-            .copied()
-            .filter(|c| bundle.binary_search(c).is_err())
-            .collect();
+        let have = self.archetypes[from.index()].components();
+        let kept = have.iter().copied().filter(|c| bundle.binary_search(c).is_err());
+        let set = small_vec(have.len(), kept)?;
         let to = self.archetype_for(set)?;
         // A bundle all of one storage type: a planned table-row move that leaves the bundle's
         // values behind (no sparse set changes), or a sparse move (the table row stays).
@@ -253,7 +275,8 @@ impl World {
             let src = &self.tables[old.index()];
             let bundle_cols =
                 ids.iter().map(|&c| src.column_index(c).expect("the source has it") as u32);
-            self.push_move_plan(old, new, bundle_cols.collect())
+            let bundle_cols = box_slice(bundle_cols)?;
+            self.push_move_plan(old, new, bundle_cols)?
         } else if storage == Some(StorageType::SparseSet) {
             Edge::SPARSE
         } else {
@@ -272,12 +295,48 @@ impl World {
         rest.iter().all(|&c| self.components.info(c).storage_type() == storage).then_some(storage)
     }
 
-    fn push_move_plan(&mut self, from: TableId, to: TableId, bundle_cols: Box<[u32]>) -> u32 {
-        let map = ColumnMap::new(&self.tables[from.index()], &self.tables[to.index()]);
+    /// Adds the move plan between two tables; the caller reserved room in `move_plans`.
+    fn push_move_plan(
+        &mut self,
+        from: TableId,
+        to: TableId,
+        bundle_cols: Box<[u32]>,
+    ) -> Result<u32, StorageError> {
+        let map = ColumnMap::try_new(&self.tables[from.index()], &self.tables[to.index()])?;
         self.move_plans.push(MovePlan { map, bundle_cols });
-        u32::try_from(self.move_plans.len() - 1)
+        Ok(u32::try_from(self.move_plans.len() - 1)
             .ok()
             .filter(|&plan| plan < Edge::SPARSE)
-            .expect("too many move plans")
+            .expect("too many move plans"))
     }
+}
+
+/// The union of two sorted, distinct id lists, sorted.
+fn merge_sorted<'a>(
+    a: &'a [ComponentId],
+    b: &'a [ComponentId],
+) -> impl Iterator<Item = ComponentId> + 'a {
+    let (mut i, mut j) = (0, 0);
+    std::iter::from_fn(move || {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x == y => {
+                (i, j) = (i + 1, j + 1);
+                x
+            }
+            (Some(&x), Some(&y)) if x < y => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => return None,
+        };
+        Some(next)
+    })
 }

@@ -6,14 +6,14 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use smallvec::SmallVec;
-
-use super::World;
 use super::batch::first_repeat;
-use crate::bundle::{Bundle, ComponentIds};
-use crate::component::Component;
+use super::{World, or_panic};
+use crate::archetype::ArchetypeId;
+use crate::bundle::Bundle;
+use crate::component::{Component, ComponentId};
 use crate::error::EntityError;
-use crate::hooks::{ComponentHook, ComponentHooks, DeferredWorld, HookFlags};
+use crate::hooks::{ComponentHooks, DeferredWorld, HookFlags};
+use crate::try_alloc::{reserve, vec_with_capacity};
 use folio_storage::Entity;
 
 impl World {
@@ -90,38 +90,47 @@ impl World {
         self.hooks.deferred.len()
     }
 
-    /// Runs `hooks` in order on `entity`.
-    fn run_hooks(&mut self, entity: Entity, hooks: &[ComponentHook]) {
-        for hook in hooks {
-            hook(&mut DeferredWorld::new(self), entity);
+    /// Runs the hooks of kind `kind` (one [`HookFlags`] bit) of the components of `ids` that
+    /// `only` keeps, in order, on `entity`. Each hook is looked up as its turn comes, so
+    /// nothing is collected (a list of hooks or ids could need the heap): a hook changes no
+    /// hooks, bundles or archetypes (a [`DeferredWorld`] defers structural changes), so the
+    /// ids stay as they are while the hooks run.
+    fn run_kind(
+        &mut self,
+        entity: Entity,
+        ids: Ids,
+        kind: u8,
+        only: impl Fn(&World, ComponentId) -> bool,
+    ) {
+        let mut i = 0;
+        while let Some(&c) = self.ids(ids).get(i) {
+            i += 1;
+            if let Some(hook) = self.hooks.of_kind(c, kind)
+                && only(self, c)
+            {
+                hook(&mut DeferredWorld::new(self), entity);
+            }
         }
     }
 
-    /// Runs the hooks of kind `kind` (one [`HookFlags`] bit) of the components `ids`.
-    fn run_kind(&mut self, entity: Entity, ids: &[crate::ComponentId], kind: u8) {
-        let hooks = self.hooks.collect(ids, kind);
-        self.run_hooks(entity, &hooks);
-    }
-
-    /// The `on_replace` hooks, then the `on_remove` hooks, of the components `ids`: what an
-    /// entity about to lose them runs.
-    fn removal_hooks(&self, ids: &[crate::ComponentId]) -> SmallVec<[ComponentHook; 4]> {
-        let mut hooks = self.hooks.collect(ids, HookFlags::REPLACE);
-        hooks.extend(self.hooks.collect(ids, HookFlags::REMOVE));
-        hooks
+    /// The component ids `ids` names.
+    fn ids(&self, ids: Ids) -> &[ComponentId] {
+        match ids {
+            Ids::Bundle(b) => self.bundles[b].ids(),
+            Ids::Archetype(a) => self.archetypes[a.index()].components(),
+        }
     }
 
     /// Runs `on_replace`, then `on_remove`, of the components `ids` that `entity` is about to
     /// lose.
-    fn run_removal_hooks(&mut self, entity: Entity, ids: &[crate::ComponentId]) {
-        let hooks = self.removal_hooks(ids);
-        self.run_hooks(entity, &hooks);
+    fn run_removal_hooks(&mut self, entity: Entity, ids: Ids) {
+        self.run_kind(entity, ids, HookFlags::REPLACE, |_, _| true);
+        self.run_kind(entity, ids, HookFlags::REMOVE, |_, _| true);
     }
 
-    /// The components of `entity`'s archetype, or `None` if it is not alive.
-    fn components_of(&self, entity: Entity) -> Option<ComponentIds> {
-        let loc = self.entities.location(entity)?;
-        Some(self.archetypes[loc.archetype_id as usize].components().into())
+    /// The archetype of `entity`, or `None` if it is not alive.
+    fn archetype_of(&self, entity: Entity) -> Option<ArchetypeId> {
+        self.entities.location(entity).map(|loc| ArchetypeId(loc.archetype_id))
     }
 
     /// [`World::spawn_batch`] of a bundle with `on_add` or `on_insert` hooks: one
@@ -134,8 +143,10 @@ impl World {
         &mut self,
         iter: impl Iterator<Item = B>,
     ) -> Vec<Entity> {
-        let mut spawned = Vec::with_capacity(iter.size_hint().0);
+        // The list grows fallibly (a refusal is `spawn`'s panic, not an abort).
+        let mut spawned = vec_with_capacity(iter.size_hint().0).unwrap_or_default();
         for bundle in iter {
+            or_panic(reserve(&mut spawned, 1), "World::spawn");
             spawned.push(self.spawn(bundle));
         }
         spawned
@@ -144,9 +155,9 @@ impl World {
     /// Runs `on_add`, then `on_insert`, of every component of a freshly spawned entity (all of
     /// them new).
     fn run_spawn_hooks(&mut self, entity: Entity) {
-        let Some(ids) = self.components_of(entity) else { return };
-        self.run_kind(entity, &ids, HookFlags::ADD);
-        self.run_kind(entity, &ids, HookFlags::INSERT);
+        let Some(archetype) = self.archetype_of(entity) else { return };
+        self.run_kind(entity, Ids::Archetype(archetype), HookFlags::ADD, |_, _| true);
+        self.run_kind(entity, Ids::Archetype(archetype), HookFlags::INSERT, |_, _| true);
     }
 
     /// Runs `on_add`, then `on_insert`, of every component of a freshly spawned entity (all of
@@ -184,12 +195,10 @@ impl World {
     ) -> Result<(), EntityError> {
         // The callers checked that the bundle has insert hooks (and so resolves).
         let b = self.bundle_id::<B>()?;
-        let ids = ComponentIds::from(self.bundles[b].ids());
         // `None`: not alive (yet): a pending reservation becomes an entity with only these.
-        let before = self.components_of(entity);
-        let had = |c| before.as_ref().is_some_and(|b| b.contains(&c));
-        let replaced: ComponentIds = ids.iter().copied().filter(|&c| had(c)).collect();
-        self.run_kind(entity, &replaced, HookFlags::REPLACE);
+        let before = self.archetype_of(entity);
+        let had = move |w: &World, c| before.is_some_and(|a| w.archetypes[a.index()].contains(c));
+        self.run_kind(entity, Ids::Bundle(b), HookFlags::REPLACE, had);
         // A replaced value's `Drop` that panics does so once the insert is complete: the new
         // values still get their hooks, then the panic continues. Only components the entity
         // now has are hooked, whatever the panic was.
@@ -200,12 +209,11 @@ impl World {
             }
             Err(payload) => Some(payload),
         };
-        let now = self.components_of(entity).unwrap_or_default();
-        let added: ComponentIds =
-            ids.iter().copied().filter(|&c| !had(c) && now.contains(&c)).collect();
-        let inserted: ComponentIds = ids.iter().copied().filter(|&c| now.contains(&c)).collect();
-        self.run_kind(entity, &added, HookFlags::ADD);
-        self.run_kind(entity, &inserted, HookFlags::INSERT);
+        let now = self.archetype_of(entity);
+        let has = move |w: &World, c| now.is_some_and(|a| w.archetypes[a.index()].contains(c));
+        let added = move |w: &World, c| !had(w, c) && has(w, c);
+        self.run_kind(entity, Ids::Bundle(b), HookFlags::ADD, added);
+        self.run_kind(entity, Ids::Bundle(b), HookFlags::INSERT, has);
         if let Some(payload) = panic {
             resume_unwind(payload);
         }
@@ -259,8 +267,7 @@ impl World {
         let b = self.bundle_id::<B>()?;
         if self.hooks.any_in(self.bundles[b].ids(), HookFlags::REMOVAL) {
             self.check_has_bundle(entity, loc, b)?;
-            let ids = ComponentIds::from(self.bundles[b].ids());
-            self.run_removal_hooks(entity, &ids);
+            self.run_removal_hooks(entity, Ids::Bundle(b));
         }
         self.try_remove_raw(entity)
     }
@@ -270,9 +277,8 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(super) fn run_removal_hooks_batch(&mut self, entities: &[Entity], b: usize) {
-        let hooks = self.removal_hooks(self.bundles[b].ids());
         for &entity in entities {
-            self.run_hooks(entity, &hooks);
+            self.run_removal_hooks(entity, Ids::Bundle(b));
         }
     }
 
@@ -286,7 +292,7 @@ impl World {
         let run = self.check_batch(entities.iter().copied(), Some(b))?;
         // A run of one archetype's rows in increasing order lists no entity twice.
         if run.archetype.is_none()
-            && let Some(twice) = first_repeat(entities.iter().copied())
+            && let Some(twice) = first_repeat(entities.iter().copied())?
         {
             return Err(EntityError::ListedTwice(twice));
         }
@@ -304,19 +310,22 @@ impl World {
     }
 
     /// The entity's components' `on_replace` and `on_remove` hooks while it is whole, then the
-    /// despawn; the caller runs the deferred work.
+    /// despawn; the caller runs the deferred work. The removal logs' room is made before the
+    /// hooks run (they change no structure, so it stays made): a despawn the heap refuses runs
+    /// no hook.
     fn despawn_hooked(&mut self, entity: Entity) -> Result<(), EntityError> {
+        if self.removals.any() {
+            self.reserve_removal_of(entity)?;
+        }
         self.run_removal_hooks_of(entity);
         self.despawn_raw(entity)
     }
 
     /// The removal hooks of every component of `entity`, if it is alive and has any.
     fn run_removal_hooks_of(&mut self, entity: Entity) {
-        let Some(loc) = self.entities.location(entity) else { return };
-        let archetype = &self.archetypes[loc.archetype_id as usize];
-        if archetype.hook_flags() & HookFlags::REMOVAL != 0 {
-            let hooks = self.removal_hooks(archetype.components());
-            self.run_hooks(entity, &hooks);
+        let Some(archetype) = self.archetype_of(entity) else { return };
+        if self.archetypes[archetype.index()].hook_flags() & HookFlags::REMOVAL != 0 {
+            self.run_removal_hooks(entity, Ids::Archetype(archetype));
         }
     }
 
@@ -330,9 +339,32 @@ impl World {
     /// and dropped, and the first panic continues once the batch is gone.
     #[cold]
     #[inline(never)]
-    pub(super) fn despawn_batch_hooked(&mut self, entities: impl Iterator<Item = Entity>) -> usize {
-        let entities: Vec<Entity> = entities.collect();
-        let mut seen = ahash::AHashSet::new();
+    pub(super) fn despawn_batch_hooked(
+        &mut self,
+        mut entities: impl Iterator<Item = Entity>,
+    ) -> usize {
+        // The batch and the set of entities whose hooks ran, made fallibly; when the heap
+        // refuses either, the batch is despawned one at a time instead, each entity right
+        // after its own hooks, which needs no memory.
+        let mut list = vec_with_capacity(entities.size_hint().0).unwrap_or_default();
+        let mut refused = None;
+        for entity in entities.by_ref() {
+            if reserve(&mut list, 1).is_err() {
+                refused = Some(entity);
+                break;
+            }
+            list.push(entity);
+        }
+        let mut seen = ahash::AHashSet::default();
+        if refused.is_some() || seen.try_reserve(list.len()).is_err() {
+            let mut despawned = 0;
+            for entity in list.into_iter().chain(refused).chain(entities) {
+                despawned += usize::from(self.despawn_hooked(entity).is_ok());
+            }
+            self.apply_deferred();
+            return despawned;
+        }
+        let entities = list;
         for &entity in &entities {
             if self.entity_has_hooks(entity, HookFlags::REMOVAL) && seen.insert(entity) {
                 self.run_removal_hooks_of(entity);
@@ -357,25 +389,32 @@ impl World {
         }
     }
 
-    /// For [`World::clear`]: the removal hooks of every entity whose archetype has some, while
-    /// the world is whole.
+    /// For [`World::try_clear`]: the removal hooks of every entity whose archetype has some,
+    /// while the world is whole. Nothing is collected: the hooks change no structure, so each
+    /// archetype's entities stay at their rows while its hooks run.
     #[cold]
     #[inline(never)]
     pub(super) fn run_removal_hooks_all(&mut self) {
-        // Per archetype: its hooks, looked up once, and its entities.
-        let mut doomed: Vec<(SmallVec<[ComponentHook; 4]>, Vec<Entity>)> = Vec::new();
-        for archetype in &self.archetypes {
+        for a in 0..self.archetypes.len() {
+            let archetype = &self.archetypes[a];
             if archetype.hook_flags() & HookFlags::REMOVAL == 0 {
                 continue;
             }
-            let table = &self.tables[archetype.table_id().index()];
-            let entities = archetype.entities(table).iter().map(|e| e.entity).collect();
-            doomed.push((self.removal_hooks(archetype.components()), entities));
-        }
-        for (hooks, entities) in doomed {
-            for entity in entities {
-                self.run_hooks(entity, &hooks);
+            for row in 0..archetype.len() {
+                let archetype = &self.archetypes[a];
+                let table = &self.tables[archetype.table_id().index()];
+                let entity = archetype.entities(table).get(row).expect("in bounds").entity;
+                self.run_removal_hooks(entity, Ids::Archetype(ArchetypeId(a as u32)));
             }
         }
     }
+}
+
+/// Where [`World::run_kind`] finds its component ids.
+#[derive(Clone, Copy, Debug)]
+enum Ids {
+    /// The components of a bundle (by the world's index of it).
+    Bundle(usize),
+    /// The components of an archetype.
+    Archetype(ArchetypeId),
 }

@@ -1,7 +1,7 @@
 //! Inserting and removing one entity's components: along a planned table-row move, a sparse-set
 //! edge, or the general path, and the row moves between tables under them.
 
-use folio_storage::{Entity, EntityLocation};
+use folio_storage::{Entity, EntityLocation, StorageError};
 
 use super::World;
 use super::rows::{fix_table_row, move_parts, table_index, two_mut, unlink_archetype_row};
@@ -10,7 +10,8 @@ use crate::bundle::{Bundle, ComponentIds};
 use crate::component::{ComponentId, Components, StorageType};
 use crate::error::EntityError;
 use crate::hooks::HookFlags;
-use crate::table::{MovedRow, TableId};
+use crate::table::{ColumnMap, MovedRow, TableId};
+use crate::try_alloc::small_vec;
 use crate::unwind::for_each_finishing;
 
 impl World {
@@ -196,26 +197,35 @@ impl World {
         tick: u32,
     ) -> Result<(), EntityError> {
         let from = ArchetypeId(loc.archetype_id);
-        // A copy (at most 16 ids, inline up to 8), so `self` can be borrowed mutably below.
-        let ids: ComponentIds = self.bundles[b].ids().into();
-        let position = |id: ComponentId| ids.iter().position(|&c| c == id).unwrap();
         let old_table = self.archetypes[loc.archetype_id as usize].table_id();
         let new_table = self.archetypes[to.index()].table_id();
+        // Reserve everything first, so nothing moves unless everything can: the copies of id
+        // lists this path keeps (made fallibly: a bundle has up to 16 ids, inline up to 8),
+        // the column map, the row, the sparse slots and the target's list entry.
+        let from_arch = &self.archetypes[from.index()];
+        let to_sparse = self.archetypes[to.index()].sparse_components();
+        let bundle_ids = self.bundles[b].ids();
+        let prepared = small_vec(bundle_ids.len(), bundle_ids.iter().copied()).and_then(|ids| {
+            let new = to_sparse.iter().copied().filter(|&c| !from_arch.contains(c));
+            Ok((ids, small_vec(to_sparse.len(), new)?, self.general_move_map(loc, new_table)?))
+        });
+        let (ids, new_sparse, map): (ComponentIds, ComponentIds, _) = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                // SAFETY: nothing was moved; drop each value once.
+                unsafe { drop_values(&self.components, self.bundles[b].ids(), ptrs) };
+                return Err(e.into());
+            }
+        };
+        let position = |id: ComponentId| ids.iter().position(|&c| c == id).unwrap();
         let mut loc = loc;
         if from != to {
-            // Reserve everything first, so nothing moves unless everything can.
-            let from_arch = &self.archetypes[from.index()];
-            let new_sparse: ComponentIds = self.archetypes[to.index()]
-                .sparse_components()
-                .iter()
-                .copied()
-                .filter(|&c| !from_arch.contains(c))
-                .collect();
             let reserved = (if new_table != old_table {
                 self.tables[new_table.index()].try_reserve(1)
             } else {
                 Ok(())
             })
+            .and_then(|()| self.archetypes[to.index()].try_reserve(1))
             .and_then(|()| {
                 new_sparse.iter().try_for_each(|c| {
                     let set = self.sparse_sets[c.index()].as_mut().expect("made with archetype");
@@ -227,15 +237,17 @@ impl World {
                 unsafe { drop_values(&self.components, &ids, ptrs) };
                 return Err(e.into());
             }
-            if new_table != old_table {
+            if let Some(map) = &map {
                 // SAFETY:
                 // - `loc` is the entity's location; `new_table` differs and has room for a row.
+                // - `map` was made above for this pair of tables.
                 // - the target has every source component (insert only adds), so `taken` is
                 //   never called; `missing(id)` is the bundle's value for `id`, moved once.
                 unsafe {
                     self.move_table_row(
                         &mut loc,
                         new_table,
+                        map,
                         tick,
                         |_, _| unreachable!("insert removes nothing"),
                         |id| ptrs[position(id)],
@@ -357,6 +369,7 @@ impl World {
             }
         };
         if edge.plan == Edge::SPARSE {
+            self.archetypes[edge.to.index()].try_reserve(1)?;
             return Ok(self.remove_sparse(entity, loc, edge));
         }
         if edge.plan != Edge::NO_PLAN {
@@ -368,6 +381,8 @@ impl World {
         if new_table != old_table {
             self.tables[new_table.index()].try_reserve(1)?;
         }
+        self.archetypes[to.index()].try_reserve(1)?;
+        let map = self.general_move_map(loc, new_table)?;
         // Read the bundle out first: from here on, its values belong to it.
         let bundle_ids = self.bundles[b].ids();
         let mut next = 0;
@@ -381,15 +396,17 @@ impl World {
         //   the storage forgets (never drops) them below, so ownership passes to the bundle.
         let bundle = unsafe { B::from_components(&mut { read }) };
         let mut loc = loc;
-        if new_table != old_table {
+        if let Some(map) = &map {
             // SAFETY:
             // - `loc` is the entity's location; `new_table` differs and has room for a row.
+            // - `map` was made above for this pair of tables.
             // - `taken` forgets values the bundle now owns; the target has no component the
             //   source lacks (remove only removes), so `missing` is never called.
             unsafe {
                 self.move_table_row(
                     &mut loc,
                     new_table,
+                    map,
                     self.change_tick(),
                     |_, _| {},
                     |_| unreachable!("remove adds nothing"),
@@ -474,35 +491,54 @@ impl World {
         bundle
     }
 
-    /// Moves the row at `loc` into table `to` (see [`Table::move_row`]), fixes the location of
-    /// the entity swapped into the old row, and updates `loc`'s row (its archetype, which names
-    /// the table, is the caller's to update).
+    /// Moves the row at `loc` into table `to` along `map` (see [`Table::move_row`]), fixes the
+    /// location of the entity swapped into the old row, and updates `loc`'s row (its
+    /// archetype, which names the table, is the caller's to update). Allocates nothing.
     ///
     /// # Safety
     /// - `loc` is a live entity's location, `to` is another table of this world with room for
     ///   one more row (reserved by the caller, so the move cannot fail).
-    /// - `taken` and `missing` uphold [`Table::move_row`]'s contract.
+    /// - `map` is `ColumnMap::try_new` of `loc`'s table and `to`.
+    /// - `taken` and `missing` uphold [`Table::move_row`]'s contract (`taken` gets the source
+    ///   column's index).
     unsafe fn move_table_row(
         &mut self,
         loc: &mut EntityLocation,
         to: TableId,
+        map: &ColumnMap,
         tick: u32,
-        taken: impl FnMut(ComponentId, *mut u8),
+        taken: impl FnMut(usize, *mut u8),
         missing: impl FnMut(ComponentId) -> *const u8,
     ) {
         let from_table = table_index(&self.archetypes, *loc);
         let (src, dst) = two_mut(&mut self.tables, from_table, to.index());
         // SAFETY:
         // - `table_row < len` as `loc` is live; both tables come from this registry and differ.
+        // - `map` was made for this pair (caller); one row was reserved in `dst` (caller).
         // - the callbacks are the caller's, under the same contract.
-        let moved = unsafe { src.move_row(loc.table_row as usize, dst, tick, taken, missing) }
-            .expect("room was reserved");
+        let moved = unsafe {
+            src.move_row_with_map(loc.table_row as usize, dst, map, tick, taken, missing)
+        };
         if let Some(swapped) = moved.swapped_in {
             fix_table_row(&mut self.entities, &mut self.archetypes, swapped, loc.table_row);
         }
         // The row is in `to` now; `loc` names that table once the caller moves it to the
         // archetype of `to` (its archetype id still names the old one until then).
         loc.table_row = moved.new_row as u32;
+    }
+
+    /// The column map of a general-path row move from `loc`'s table to `to` (none when the
+    /// row stays in its table), made before the operation changes anything.
+    fn general_move_map(
+        &self,
+        loc: EntityLocation,
+        to: TableId,
+    ) -> Result<Option<ColumnMap>, StorageError> {
+        let from = table_index(&self.archetypes, loc);
+        if from == to.index() {
+            return Ok(None);
+        }
+        ColumnMap::try_new(&self.tables[from], &self.tables[to.index()]).map(Some)
     }
 }
 

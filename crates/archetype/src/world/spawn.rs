@@ -11,6 +11,7 @@ use crate::component::ComponentId;
 use crate::error::EntityError;
 use crate::hooks::HookFlags;
 use crate::table::{Table, TableId};
+use crate::try_alloc::{reserve, vec_with_capacity};
 
 impl World {
     /// Hands out an entity id through `&self` (usable from parallel systems); it is spawned,
@@ -304,14 +305,20 @@ impl World {
         // Failed reservations are not fatal: each spawn reserves (and reports) for itself.
         let _ = table.try_reserve(lower);
         let _ = entities.try_reserve_new(lower);
-        let mut spawned = Vec::with_capacity(lower);
+        // Not fatal either: the list grows (fallibly) as the batch needs.
+        let mut spawned = vec_with_capacity(lower).unwrap_or_default();
         match spawn_plans[b].as_ref().filter(|p| p.columns.is_some()) {
             Some(plan) => or_panic(
                 spawn_rows(entities, table, archetype, plan, iter, tick, &mut spawned),
                 "World::spawn",
             ),
             // (No hook to run: a bundle with spawn hooks took the hooked path above.)
-            None => spawned.extend(iter.map(|bundle| self.spawn(bundle))),
+            None => {
+                for bundle in iter {
+                    or_panic(reserve(&mut spawned, 1), "World::spawn");
+                    spawned.push(self.spawn(bundle));
+                }
+            }
         }
         spawned
     }
@@ -448,11 +455,13 @@ fn spawn_rows<B: Bundle>(
         // Not fatal: `try_alloc_at` reserves (and reports) for itself.
         let _ = entities.try_reserve_new(room);
         let start = table.len();
-        let (bases, entity_base) = table.row_bases();
+        // The list of ids gets the room-full's room too, so its pushes below never allocate.
+        reserve(spawned, room)?;
+        let entity_base = table.entity_base();
         // Each bundle component's column start, in the bundle's order, for the room-full.
         let mut bundle_bases = [std::ptr::null_mut::<u8>(); MAX_BUNDLE_LEN];
         for (slot, &c) in bundle_bases.iter_mut().zip(columns) {
-            *slot = bases[c as usize];
+            *slot = table.row_base(c as usize);
         }
         let mut rows = Rows { table, written: 0, tick };
         let mut bundle = first;
