@@ -83,8 +83,10 @@ fn a_system_that_sleeps_shows_its_sleep() {
     assert!(sleeper.total >= Duration::from_millis(6), "{stats}");
     assert!(sleeper.max >= sleeper.total / 3 && sleeper.max <= sleeper.total);
     assert!(stats.total >= sleeper.total);
-    // The other system's time is its own, not the sleeper's.
-    assert!(system(&stats, "always").max < Duration::from_millis(2), "{stats}");
+    // The other system's time is its own, not the sleeper's (miri is too slow to tell).
+    if !cfg!(miri) {
+        assert!(system(&stats, "always").max < Duration::from_millis(2), "{stats}");
+    }
 }
 
 #[test]
