@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::Schedule;
 
-/// Opens a `tracing` span named `$kind`, with the field `name = $name` (a `&str`) if given, entered
-/// until the end of the enclosing block, with the `trace` feature; nothing (not even the
-/// evaluation of `$name`) without it.
+/// Opens a `tracing` span named `$kind`, with the field `name = $name` (a `&str`) if given,
+/// entered until the end of the enclosing block, with the `trace` feature; nothing (not even
+/// the evaluation of `$name`) without it.
 macro_rules! trace_span {
     ($kind:literal) => {
         #[cfg(feature = "trace")]
@@ -225,9 +225,9 @@ impl Schedule {
     /// Each system times its own runs on the thread that runs it, so the times are right in
     /// parallel segments too, and a system's time is its own, not the time it waited for a
     /// thread. Timing a system reads the clock twice (three times with run conditions), and
-    /// once more for its commands: 20 to 150 ns a read on x86-64 (the low end on bare metal,
-    /// the high end in a virtual machine), which is more than the executor's own cost of an
-    /// empty system, hence off by default.
+    /// once more for its commands: about 20 ns a read on bare metal, up to 150 ns in a virtual
+    /// machine, which is more than the executor's own cost of an empty system, hence off by
+    /// default.
     ///
     /// ```
     /// use std::time::Duration;
