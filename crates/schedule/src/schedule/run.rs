@@ -306,26 +306,31 @@ unsafe fn run_segment_node(
         return Ok(());
     }
     // SAFETY: initialized (the caller's contract) and just updated for `world`; no conflicting
-    // system runs now (the caller's contract).
-    unsafe { run_node_shared(node, world, tick(), allowed, timed) }
+    // system runs now (the caller's contract). Two copies, so the untimed one reads no flag.
+    unsafe {
+        if timed {
+            run_node_shared::<true>(node, world, tick(), allowed)
+        } else {
+            run_node_shared::<false>(node, world, tick(), allowed)
+        }
+    }
 }
 
 /// Runs a node's conditions (at `tick`) and, if they and its sets (`allowed`) all say yes, its
 /// system (at [`Node::system_tick`]) through a shared world, catching a panic; timed if
-/// `timed` ([`Schedule::stats`]).
+/// `TIMED` ([`Schedule::stats`]).
 ///
 /// # Safety
 /// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
 ///   condition.
-unsafe fn run_node_shared(
+unsafe fn run_node_shared<const TIMED: bool>(
     node: &mut Node,
     world: &World,
     tick: u32,
     allowed: bool,
-    timed: bool,
 ) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
-        let mut clock = Clock::start(timed);
+        let mut clock = Clock::start(TIMED);
         // Every condition runs, also after one said no and also when a set said no, so each
         // keeps its own state current (`run_once`, an event reader's cursor, its last-run
         // tick), as a set's conditions do.
@@ -337,7 +342,7 @@ unsafe fn run_node_shared(
         }
         node.times.conditions_ran(&mut clock, !node.conditions.is_empty());
         if !run {
-            node.times.skipped(timed);
+            node.times.skipped(TIMED);
             return;
         }
         let tick = node.system_tick(tick);
