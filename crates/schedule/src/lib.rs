@@ -18,6 +18,10 @@
 //! [`ParamSet`] state their own. A system can also run outside a schedule, once or registered
 //! in the world: [`RunSystemOnce`].
 //!
+//! Profiling: [`Schedule::stats`] gives each system's runs and times once
+//! [`Schedule::set_stats`] turns them on; the `trace` cargo feature (off by default) opens a
+//! `tracing` span per schedule run, system run, run condition and system's commands applied.
+//!
 //! ```
 //! use folio_schedule::prelude::*;
 //!
@@ -96,7 +100,9 @@ pub use param::{
 };
 pub use param_set::{MemberGetter, ParamSet, ParamSetMember, ParamSetMembers, ParamSetState};
 pub use removed::{RemovedComponents, RemovedCursor};
-pub use schedule::{AUTO_SYNC_NAME, CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule};
+pub use schedule::{
+    AUTO_SYNC_NAME, CHECK_TICKS_EVERY, MIN_PARALLEL_WORK, Schedule, ScheduleStats, SystemStats,
+};
 pub use single::{ParamInvalid, Single};
 pub use system::{
     BoxedCondition, BoxedSystem, ExclusiveSystem, FallibleSystem, FunctionSystem, IntoSystem,

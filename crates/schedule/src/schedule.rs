@@ -28,9 +28,12 @@ use crate::system::{BoxedCondition, BoxedSystem};
 mod plan;
 mod pool;
 mod run;
+mod stats;
 mod threshold;
 
 pub(crate) use pool::run_on_pool;
+use stats::{Clock, NodeTimes, RunTimes, trace_span};
+pub use stats::{ScheduleStats, SystemStats};
 pub(crate) use threshold::SegmentRuns;
 
 /// One system in the schedule, with its run conditions.
@@ -47,6 +50,8 @@ struct Node {
     /// The system's access merged with its conditions'.
     access: SystemAccess,
     sync_point: bool,
+    /// What its runs took, for [`Schedule::stats`].
+    times: NodeTimes,
 }
 
 impl Node {
@@ -264,6 +269,10 @@ pub struct Schedule {
     /// version `.1`, refreshed when the registry grows.
     world_updaters: (Vec<EventUpdater>, u64),
     stats: CommandStats,
+    /// Whether runs time their systems ([`Schedule::set_stats`]).
+    collect_stats: bool,
+    /// What the runs took, for [`Schedule::stats`] (the systems' times are on their nodes).
+    run_times: RunTimes,
     /// Below this, a segment runs on the calling thread (see
     /// [the parallel threshold](Schedule#the-parallel-threshold)).
     min_parallel_work: Duration,
@@ -303,6 +312,8 @@ impl Default for Schedule {
             event_aging: EventAging::Used,
             world_updaters: (Vec::new(), 0),
             stats: CommandStats::default(),
+            collect_stats: false,
+            run_times: RunTimes::default(),
             min_parallel_work: MIN_PARALLEL_WORK,
             ticks_checked: None,
             auto_sync: true,
@@ -421,6 +432,7 @@ impl Schedule {
                 after_node,
                 access,
                 sync_point,
+                times: NodeTimes::default(),
             };
             self.nodes.push(NodeCell(UnsafeCell::new(node)));
         }
@@ -540,6 +552,8 @@ impl Schedule {
     /// [`World::check_change_ticks`], so change detection stays right however long the game
     /// runs.
     pub fn run(&mut self, world: &mut World) -> Result<(), ScheduleError> {
+        trace_span!("schedule");
+        let clock = Clock::start(self.collect_stats);
         self.initialize(world)?;
         world.flush();
         let mut plan = self.plan.take().expect("built by initialize");
@@ -551,6 +565,7 @@ impl Schedule {
             self.check_change_ticks(now);
             self.ticks_checked = Some((world.id(), now));
         }
+        self.run_times.ran(clock);
         result
     }
 

@@ -22,6 +22,7 @@ mod panics;
 mod queries;
 mod sets;
 mod single;
+mod stats;
 mod threshold;
 
 #[derive(Debug, Clone, Copy, PartialEq)]

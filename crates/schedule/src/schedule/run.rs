@@ -8,7 +8,7 @@ use std::time::Instant;
 use folio_query::World;
 
 use super::threshold::SegmentTiming;
-use super::{Node, Plan, Schedule, Segment, run_on_pool};
+use super::{Clock, Node, Plan, Schedule, Segment, run_on_pool, trace_span};
 use crate::error::ScheduleError;
 use crate::event::{EventAging, EventRegistry};
 use crate::workers::Workers;
@@ -26,6 +26,7 @@ impl Schedule {
             let (set, config) = &mut self.sets[s];
             let mut allowed = true;
             for condition in &mut config.conditions {
+                trace_span!("condition", tracing::field::debug(&*set));
                 let tick = world.increment_change_tick();
                 let ran = catch_unwind(AssertUnwindSafe(|| condition.run_exclusive(world, tick)));
                 match ran {
@@ -103,7 +104,8 @@ impl Schedule {
                     for _ in 1..self.node(i).ticks_taken() {
                         world.increment_change_tick_mut();
                     }
-                    failure = run_exclusive_node(self.node_mut(i), world, tick, allowed[i])
+                    let timed = self.collect_stats;
+                    failure = run_exclusive_node(self.node_mut(i), world, tick, allowed[i], timed)
                         .err()
                         .map(|message| (i, message));
                 }
@@ -202,11 +204,14 @@ impl Schedule {
     fn apply_commands(&mut self, world: &mut World, order: &[usize]) -> Result<(), ScheduleError> {
         let mut stats = std::mem::take(&mut self.stats);
         let mut first_panic = None;
+        let mut clock = Clock::start(self.collect_stats);
         for &i in order {
             let node = self.node_mut(i);
             let applied = catch_unwind(AssertUnwindSafe(|| {
+                trace_span!("commands", node.system.name());
                 node.system.apply_deferred(world, &mut stats);
             }));
+            node.times.commands_applied(&mut clock);
             if let Err(payload) = applied {
                 // The buffers its panic left (a system may have more than one); a payload whose
                 // `Drop` panics here must not unwind out of the run either.
@@ -239,6 +244,7 @@ impl Schedule {
     ) -> Option<(usize, String)> {
         let world = &*world;
         let cells = &self.nodes;
+        let timed = self.collect_stats;
         // Asked only for a run on the pool: the first call makes rayon's global pool.
         let threads = if on_pool && nodes.len() > 1 { rayon::current_num_threads() } else { 1 };
         if threads <= 1 {
@@ -248,7 +254,8 @@ impl Schedule {
                 // this is the only access to the cell.
                 let node = unsafe { &mut *cells[i].0.get() };
                 // SAFETY: the run initialized every node for `world`; nothing else runs now.
-                let result = unsafe { run_segment_node(node, world, allowed[i], || tick(i)) };
+                let result =
+                    unsafe { run_segment_node(node, world, allowed[i], timed, || tick(i)) };
                 if let Err(message) = result {
                     return Some((i, message));
                 }
@@ -262,7 +269,7 @@ impl Schedule {
             let node = unsafe { &mut *cells[i].0.get() };
             // SAFETY: the run initialized every node for `world`; the DAG keeps every system
             // whose access conflicts with this node's from running now.
-            unsafe { run_segment_node(node, world, allowed[i], || tick(i)) }
+            unsafe { run_segment_node(node, world, allowed[i], timed, || tick(i)) }
         };
         // Outside the pool, the caller is one more thread beside the pool's.
         let max_workers =
@@ -285,6 +292,7 @@ unsafe fn run_segment_node(
     node: &mut Node,
     world: &World,
     allowed: bool,
+    timed: bool,
     tick: impl FnOnce() -> u32,
 ) -> Result<(), String> {
     // Refreshing a query's matches reads only the world's archetypes, which no system of a
@@ -294,63 +302,86 @@ unsafe fn run_segment_node(
         condition.update(world);
     }
     if !allowed && node.conditions.is_empty() {
+        node.times.skipped(timed);
         return Ok(());
     }
     // SAFETY: initialized (the caller's contract) and just updated for `world`; no conflicting
-    // system runs now (the caller's contract).
-    unsafe { run_node_shared(node, world, tick(), allowed) }
+    // system runs now (the caller's contract). Two copies, so the untimed one reads no flag.
+    unsafe {
+        if timed {
+            run_node_shared::<true>(node, world, tick(), allowed)
+        } else {
+            run_node_shared::<false>(node, world, tick(), allowed)
+        }
+    }
 }
 
 /// Runs a node's conditions (at `tick`) and, if they and its sets (`allowed`) all say yes, its
-/// system (at [`Node::system_tick`]) through a shared world, catching a panic.
+/// system (at [`Node::system_tick`]) through a shared world, catching a panic; timed if
+/// `TIMED` ([`Schedule::stats`]).
 ///
 /// # Safety
 /// - As for [`System::run_unsafe`](crate::System::run_unsafe), for the system and each
 ///   condition.
-unsafe fn run_node_shared(
+unsafe fn run_node_shared<const TIMED: bool>(
     node: &mut Node,
     world: &World,
     tick: u32,
     allowed: bool,
 ) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
+        let mut clock = Clock::start(TIMED);
         // Every condition runs, also after one said no and also when a set said no, so each
         // keeps its own state current (`run_once`, an event reader's cursor, its last-run
         // tick), as a set's conditions do.
         let mut run = allowed;
         for condition in &mut node.conditions {
+            trace_span!("condition", condition.name());
             // SAFETY: forwarded from the caller (conditions' access is part of the node's).
             run &= unsafe { condition.run_unsafe(world, tick) };
         }
+        node.times.conditions_ran(&mut clock, !node.conditions.is_empty());
         if !run {
+            node.times.skipped(TIMED);
             return;
         }
         let tick = node.system_tick(tick);
+        trace_span!("system", node.system.name());
         // A system whose parameters refuse this run (a `Single` without its one match) is
         // skipped, as a run condition saying no would.
         // SAFETY: forwarded from the caller.
-        let _ = unsafe { node.system.try_run_unsafe(world, tick) };
+        let ran = unsafe { node.system.try_run_unsafe(world, tick) }.is_ok();
+        node.times.system_ran(&mut clock, ran);
     }))
     .map_err(panic_message)
 }
 
 /// Runs a node's conditions (at `tick`) and, if they and its sets (`allowed`) all say yes, its
-/// system (at [`Node::system_tick`]) with the world to themselves, catching a panic.
+/// system (at [`Node::system_tick`]) with the world to themselves, catching a panic; timed if
+/// `timed`.
 fn run_exclusive_node(
     node: &mut Node,
     world: &mut World,
     tick: u32,
     allowed: bool,
+    timed: bool,
 ) -> Result<(), String> {
     catch_unwind(AssertUnwindSafe(|| {
+        let mut clock = Clock::start(timed);
         // Every condition runs, as in `run_node_shared`.
         let mut run = allowed;
         for condition in &mut node.conditions {
+            trace_span!("condition", condition.name());
             run &= condition.run_exclusive(world, tick);
         }
+        node.times.conditions_ran(&mut clock, !node.conditions.is_empty());
         if run {
+            trace_span!("system", node.system.name());
             // Skipped if its parameters refuse this run, as in `run_node_shared`.
-            let _ = node.system.try_run_exclusive(world, node.system_tick(tick));
+            let ran = node.system.try_run_exclusive(world, node.system_tick(tick)).is_ok();
+            node.times.system_ran(&mut clock, ran);
+        } else {
+            node.times.skipped(timed);
         }
     }))
     .map_err(panic_message)
