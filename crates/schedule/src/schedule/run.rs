@@ -207,11 +207,17 @@ impl Schedule {
         let mut clock = Clock::start(self.collect_stats);
         for &i in order {
             let node = self.node_mut(i);
-            let applied = catch_unwind(AssertUnwindSafe(|| {
-                trace_span!("commands", node.system.name());
-                node.system.apply_deferred(world, &mut stats);
-            }));
-            node.times.commands_applied(&mut clock);
+            let applied = if node.system.has_deferred() {
+                let applied = catch_unwind(AssertUnwindSafe(|| {
+                    trace_span!("commands", node.system.name());
+                    node.system.apply_deferred(world, &mut stats);
+                }));
+                node.times.commands_applied(&mut clock);
+                applied
+            } else {
+                // No parameter that buffers (`SystemParam::DEFERRED`): no span, no clock read.
+                catch_unwind(AssertUnwindSafe(|| node.system.apply_deferred(world, &mut stats)))
+            };
             if let Err(payload) = applied {
                 // The buffers its panic left (a system may have more than one); a payload whose
                 // `Drop` panics here must not unwind out of the run either.

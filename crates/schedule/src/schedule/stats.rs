@@ -146,7 +146,7 @@ pub struct SystemStats {
     /// not its sets' conditions).
     pub conditions: Duration,
     /// The time of applying its command buffers, in all (at sync points and at the ends of
-    /// runs).
+    /// runs); zero for a system without a parameter that buffers (`Commands`).
     pub commands: Duration,
 }
 
@@ -225,7 +225,7 @@ impl Schedule {
     /// Each system times its own runs on the thread that runs it, so the times are right in
     /// parallel segments too, and a system's time is its own, not the time it waited for a
     /// thread. Timing a system reads the clock twice (three times with run conditions), and
-    /// once more for its commands: about 20 ns a read on bare metal, up to 150 ns in a virtual
+    /// once more for its commands if it has any parameter that buffers them: about 20 ns a read on bare metal, up to 150 ns in a virtual
     /// machine, which is more than the executor's own cost of an empty system, hence off by
     /// default.
     ///
