@@ -312,7 +312,7 @@ fn check<R: Relationship>(
     source: Entity,
     target: Entity,
 ) -> Result<(), RelationshipError> {
-    let relationship = std::any::type_name::<R>();
+    let relationship = short_name::<R>();
     if source == target && !R::ALLOW_SELF {
         return Err(RelationshipError::SelfRelation { entity: source, relationship });
     }
@@ -333,6 +333,13 @@ fn check<R: Relationship>(
         }
     }
     Ok(())
+}
+
+/// `T`'s type name without its module path (`ChildOf`), for messages.
+fn short_name<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    let end = name.find('<').unwrap_or(name.len());
+    name[..end].rsplit("::").next().map_or(name, |last| &name[end - last.len()..])
 }
 
 /// Takes the source at `index` out of `list`, fixing the index of the source that moves.
