@@ -120,4 +120,6 @@ pub mod prelude {
 #[cfg(test)]
 mod hook_tests;
 #[cfg(test)]
+mod relationship_tests;
+#[cfg(test)]
 mod tests;
