@@ -20,7 +20,7 @@ impl World {
 /// sources whose `R` names it, each once, at their recorded index. With deferred work queued
 /// (inside a hook), unlisted sources are allowed: their links or undoing are queued.
 pub(super) fn check_relationship<R: Relationship>(world: &World) {
-    let name = std::any::type_name::<R>();
+    let name = super::short_name::<R>();
     let settled = world.deferred_len() == 0;
     if let Some(id) = world.components().id::<R>() {
         for source in world.holders(id) {

@@ -452,3 +452,63 @@ fn a_long_list_removes_in_constant_time() {
     assert_eq!(world.children(p).len(), 10_000 - cs.iter().step_by(7).count());
     world.check_invariants();
 }
+
+/// A relationship that allows an entity to be related to itself.
+struct Likes(Entity);
+struct LikedBy(Sources);
+
+impl Relationship for Likes {
+    type Target = LikedBy;
+    const ALLOW_SELF: bool = true;
+    fn target(&self) -> Entity {
+        self.0
+    }
+    fn from_target(target: Entity) -> Self {
+        Self(target)
+    }
+}
+impl RelationshipTarget for LikedBy {
+    type Relationship = Likes;
+    fn sources(&self) -> &Sources {
+        &self.0
+    }
+    fn sources_mut(&mut self) -> &mut Sources {
+        &mut self.0
+    }
+    fn from_sources(sources: Sources) -> Self {
+        Self(sources)
+    }
+}
+
+#[test]
+fn a_self_relation_where_allowed() {
+    let mut world = World::new();
+    let narcissus = world.spawn(());
+    let echo = world.spawn(());
+    world.relate::<Likes>(narcissus, narcissus).unwrap();
+    world.relate::<Likes>(echo, narcissus).unwrap();
+    assert_eq!(world.sources::<LikedBy>(narcissus), [narcissus, echo]);
+    world.check_invariants();
+    world.despawn(narcissus).unwrap();
+    assert!(!world.has::<Likes>(echo));
+    world.check_invariants();
+}
+
+#[test]
+fn check_invariants_catches_a_list_out_of_step() {
+    let mut world = World::new();
+    let p = world.spawn(());
+    let q = world.spawn(());
+    world.spawn((ChildOf(p),));
+    world.spawn((ChildOf(q),));
+    world.check_invariants();
+    // Swap the two lists behind folio's back: each now lists the other's child.
+    let mut taken = std::mem::take(world.get_mut::<Children>(p).unwrap().sources_mut());
+    std::mem::swap(world.get_mut::<Children>(q).unwrap().sources_mut(), &mut taken);
+    *world.get_mut::<Children>(p).unwrap().sources_mut() = taken;
+    let caught =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.check_invariants()));
+    let message = caught.expect_err("the check sees it");
+    let message = message.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("ChildOf"), "{message}");
+}
