@@ -64,6 +64,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 
 use folio_storage::Entity;
+use smallvec::SmallVec;
 
 use crate::World;
 use crate::component::Component;
@@ -312,9 +313,13 @@ fn check<R: Relationship>(
     source: Entity,
     target: Entity,
 ) -> Result<(), RelationshipError> {
-    let relationship = short_name::<R>();
+    // The name only on the error paths: finding it is a string search.
+    let relationship = short_name::<R>;
     if source == target && !R::ALLOW_SELF {
-        return Err(RelationshipError::SelfRelation { entity: source, relationship });
+        return Err(RelationshipError::SelfRelation {
+            entity: source,
+            relationship: relationship(),
+        });
     }
     if !world.contains(target) {
         return Err(RelationshipError::NoSuchTarget { source, target });
@@ -325,6 +330,7 @@ fn check<R: Relationship>(
         for _ in 0..=world.len() {
             match target_of::<R>(world, at) {
                 Some(next) if next == source => {
+                    let relationship = relationship();
                     return Err(RelationshipError::Cycle { source, target, relationship });
                 }
                 Some(next) if next != at => at = next,
@@ -342,18 +348,15 @@ fn short_name<T>() -> &'static str {
     name[..end].rsplit("::").next().map_or(name, |last| &name[end - last.len()..])
 }
 
-/// Takes the source at `index` out of `list`, fixing the index of the source that moves.
-fn unlist<R: Relationship>(links: &mut Links<R>, list: &mut Vec<Entity>, index: usize) {
+/// Takes the source at `index` out of `list`; returns the sources that moved, with their new
+/// index (one at most, unless the relationship keeps order).
+fn unlist<R: Relationship>(list: &mut Vec<Entity>, index: usize) -> SmallVec<[(Entity, u32); 1]> {
     if R::KEEP_ORDER {
         list.remove(index);
-        for (i, &moved) in list.iter().enumerate().skip(index) {
-            links.set(moved, i as u32);
-        }
+        list.iter().enumerate().skip(index).map(|(i, &moved)| (moved, i as u32)).collect()
     } else {
         list.swap_remove(index);
-        if let Some(&moved) = list.get(index) {
-            links.set(moved, index as u32);
-        }
+        list.get(index).map(|&moved| (moved, index as u32)).into_iter().collect()
     }
 }
 
@@ -387,20 +390,32 @@ fn source_inserted<R: Relationship>(world: &mut DeferredWorld, source: Entity) {
 /// `on_replace` of a relationship: take the source off its target's list.
 fn source_replaced<R: Relationship>(world: &mut DeferredWorld, source: Entity) {
     let target = target_of::<R>(world, source).expect("on_replace: the value is there");
-    let links = links_mut::<R>(world);
-    let slot = links.get(source);
-    links.set(source, UNLINKED);
+    let slot = links::<R>(world).get(source);
     if slot >= PENDING {
-        return; // unlisted, or a pending link that now finds the slot cleared
+        // Unlisted, or a pending link, which then finds its slot cleared and does nothing.
+        if slot == PENDING {
+            links_mut::<R>(world).set(source, UNLINKED);
+        }
+        return;
     }
-    let Some(t) = world.get_mut::<R::Target>(target) else { return };
-    let mut list = std::mem::take(&mut t.sources_mut().0);
-    debug_assert_eq!(list.get(slot as usize), Some(&source), "{source} at its slot");
-    if list.get(slot as usize) == Some(&source) {
-        unlist(links_mut::<R>(world), &mut list, slot as usize);
+    // One borrow of the list: take the source out, note whose index changed.
+    let moved = match world.get_mut::<R::Target>(target) {
+        Some(t) => {
+            let list = &mut t.sources_mut().0;
+            debug_assert_eq!(list.get(slot as usize), Some(&source), "{source} at its slot");
+            if list.get(slot as usize) == Some(&source) {
+                unlist::<R>(list, slot as usize)
+            } else {
+                SmallVec::new()
+            }
+        }
+        None => SmallVec::new(),
+    };
+    let links = links_mut::<R>(world);
+    links.set(source, UNLINKED);
+    for (e, i) in moved {
+        links.set(e, i);
     }
-    let t = world.get_mut::<R::Target>(target).expect("read above");
-    t.sources_mut().0 = list;
 }
 
 /// `on_replace` of a relationship's collection (removed, replaced, or its entity despawned):
