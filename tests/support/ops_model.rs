@@ -14,7 +14,10 @@
 //! - `len()`, nine long-lived query states (table, sparse, mixed, `Option`, `With`,
 //!   `Without`, `Or`, `Changed`) against a brute-force filter over the model, and
 //!   `QueryState::get` on one live or dead entity a step and on one never made;
-//! - `check_invariants()`;
+//! - the hierarchy (`ChildOf` / `Children`, set, replaced and removed directly, checked and
+//!   raw, and through commands): each handle's parent, children and `Children` component
+//!   against a model of the graph, where despawning a parent despawns its subtree;
+//! - `check_invariants()` (which checks both sides of every relationship);
 //! - every value made is dropped exactly once: a thread-local tracker records each value by id
 //!   (a second drop is an error at once; the live count must equal the model's), and counts the
 //!   zero-sized components' drops;
@@ -26,6 +29,7 @@
 //! the tracker is thread-local.
 //!
 //! The parts: `ops_model/kinds.rs` (components, bundle shapes, the drop tracker),
+//! `ops_model/hierarchy.rs` (the model of the hierarchy),
 //! `ops_model/ops.rs` (operations and their decoding), `ops_model/shape_ops.rs` (operations
 //! generic over a shape or kind), and here the systems, the driver and its checks.
 
@@ -34,6 +38,8 @@ use std::mem::{align_of, size_of};
 
 use folio::prelude::*;
 
+#[path = "ops_model/hierarchy.rs"]
+mod hierarchy;
 #[path = "ops_model/kinds.rs"]
 mod kinds;
 #[path = "ops_model/ops.rs"]
@@ -41,6 +47,7 @@ mod ops;
 #[path = "ops_model/shape_ops.rs"]
 mod shape_ops;
 
+use hierarchy::{Bad, HierarchyModel};
 use kinds::*;
 use ops::{Cmd, CmdTarget, Target};
 pub(crate) use ops::{Op, Rng, ops_from_bytes, seeded_ops};
@@ -135,6 +142,8 @@ pub(crate) struct Driver {
     world: World,
     schedule: Schedule,
     model: BTreeMap<Entity, Components>,
+    /// The hierarchy of the model's entities.
+    tree: HierarchyModel,
     /// Every entity made in the sequence, live or dead.
     handles: Vec<Entity>,
     next_id: u64,
@@ -192,6 +201,7 @@ impl Driver {
             world,
             schedule,
             model: BTreeMap::new(),
+            tree: HierarchyModel::default(),
             handles: Vec::new(),
             next_id: 1,
             step: 0,
@@ -281,7 +291,7 @@ impl Driver {
             Op::Despawn { target } => {
                 let entity = self.target(target);
                 let result = self.world.despawn(entity);
-                match self.model.remove(&entity) {
+                match self.despawn_model(entity) {
                     Some(_) => assert!(result.is_ok(), "despawn of live {entity:?}: {result:?}"),
                     None => assert!(
                         matches!(result, Err(EntityError::NoSuchEntity(e)) if e == entity),
@@ -401,6 +411,48 @@ impl Driver {
             Op::Clear => {
                 self.world.clear();
                 self.model.clear();
+                self.tree.clear();
+            }
+            Op::SetParent { child, parent } => {
+                let (child, parent) = (self.target(child), self.target(parent));
+                let result = self.world.set_parent(child, parent);
+                match self.tree.check(child, parent, |e| self.model.contains_key(&e)) {
+                    Ok(()) => {
+                        assert!(result.is_ok(), "set_parent({child:?}, {parent:?}): {result:?}");
+                        self.tree.set(child, parent);
+                    }
+                    Err(bad) => {
+                        let ok = matches!(
+                            (&bad, &result),
+                            (Bad::DeadChild, Err(RelationshipError::NoSuchSource(_)))
+                                | (Bad::DeadParent, Err(RelationshipError::NoSuchTarget { .. }))
+                                | (Bad::SelfParent, Err(RelationshipError::SelfRelation { .. }))
+                                | (Bad::Cycle, Err(RelationshipError::Cycle { .. }))
+                        );
+                        assert!(ok, "set_parent({child:?}, {parent:?}): {bad:?} vs {result:?}");
+                    }
+                }
+            }
+            Op::InsertChildOf { child, parent } => {
+                let (child, parent) = (self.target(child), self.target(parent));
+                let result = self.world.insert(child, (ChildOf(parent),));
+                self.inserted_child_of(child, parent, result.is_ok());
+            }
+            Op::RemoveParent { child } => {
+                let child = self.target(child);
+                let want = self.tree.remove(child);
+                assert_eq!(self.world.remove_parent(child), want, "remove_parent({child:?})");
+            }
+            Op::DespawnRecursive { target } => {
+                let entity = self.target(target);
+                let result = self.world.despawn_recursive(entity);
+                match self.despawn_model(entity) {
+                    Some(n) => assert_eq!(result.ok(), Some(n), "despawn_recursive({entity:?})"),
+                    None => assert!(
+                        matches!(result, Err(EntityError::NoSuchEntity(e)) if e == entity),
+                        "despawn_recursive of dead {entity:?}: {result:?}"
+                    ),
+                }
             }
             Op::SpawnDup => {
                 let (a, s, a2) = (A::make(self.id()), S::make(self.id()), A::make(self.id()));
@@ -439,7 +491,7 @@ impl Driver {
                 for i in odd.chain(even).filter(|i| i % 50 != 0) {
                     let entity = entities[i];
                     assert!(self.world.despawn(entity).is_ok(), "despawn of {entity:?}");
-                    self.model.remove(&entity);
+                    self.despawn_model(entity);
                 }
                 // Keep the survivors and a few dead ones: every handle is checked every step.
                 self.handles.truncate(handles);
@@ -457,6 +509,36 @@ impl Driver {
             self.spawned(entity, &vals);
         }
         entities
+    }
+
+    /// Despawns `entity` and its descendants from the model (despawning a parent despawns
+    /// its children); returns how many, or `None` when `entity` is not alive.
+    fn despawn_model(&mut self, entity: Entity) -> Option<usize> {
+        if !self.model.contains_key(&entity) {
+            return None;
+        }
+        let subtree = self.tree.subtree(entity);
+        for &e in &subtree {
+            self.model.remove(&e).expect("descendants are alive");
+            self.tree.despawned(e);
+        }
+        Some(subtree.len())
+    }
+
+    /// The model of a raw insert of `ChildOf(parent)` into `child` (`ok`: the insert returned
+    /// `Ok`): a bad relationship is undone, leaving `child` with no parent.
+    fn inserted_child_of(&mut self, child: Entity, parent: Entity, ok: bool) {
+        match self.tree.check(child, parent, |e| self.model.contains_key(&e)) {
+            Ok(()) => {
+                assert!(ok, "insert of ChildOf({parent:?}) into {child:?}");
+                self.tree.set(child, parent);
+            }
+            Err(Bad::DeadChild) => assert!(!ok, "insert of ChildOf into dead {child:?}"),
+            Err(_) => {
+                assert!(ok, "insert of a bad ChildOf({parent:?}) into {child:?}");
+                self.tree.remove(child);
+            }
+        }
     }
 
     fn id(&mut self) -> u64 {
@@ -477,6 +559,7 @@ impl Driver {
             Despawn(Resolved),
             Insert(Resolved, Vals),
             Remove(Resolved, usize),
+            ChildOf(Resolved, Entity),
         }
         // Plan: make the values and resolve world targets now, on this thread.
         let mut fns: Vec<CmdFn> = Vec::new();
@@ -502,6 +585,14 @@ impl Driver {
                     let (f, vals) = with_shape(shape as usize % SHAPES, make);
                     fns.push(f);
                     planned.push(Planned::Insert(target, vals));
+                }
+                Cmd::ChildOf { target, parent } => {
+                    let target = self.resolve(target, spawns);
+                    let parent = self.target(parent);
+                    fns.push(Box::new(move |c, spawned| {
+                        c.insert(target.entity(spawned), (ChildOf(parent),));
+                    }));
+                    planned.push(Planned::ChildOf(target, parent));
                 }
                 Cmd::Remove { target, shape } => {
                     let target = self.resolve(target, spawns);
@@ -569,7 +660,13 @@ impl Driver {
                     }
                     alive
                 }
-                Planned::Despawn(t) => self.model.remove(&t.entity(&spawned)).is_some(),
+                Planned::Despawn(t) => self.despawn_model(t.entity(&spawned)).is_some(),
+                Planned::ChildOf(t, parent) => {
+                    let child = t.entity(&spawned);
+                    let alive = self.model.contains_key(&child);
+                    self.inserted_child_of(child, parent, alive);
+                    alive
+                }
                 Planned::Insert(t, vals) => {
                     let entity = t.entity(&spawned);
                     let alive = self.model.contains_key(&entity);
@@ -642,6 +739,7 @@ impl Driver {
         let world = &self.world;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.check_invariants()))
             .map_err(|p| format!("check_invariants: {}", panic_text(&*p)))?;
+        self.tree.compare(&self.world, &self.handles)?;
         self.check_drops()?;
         self.check_memory()
     }
@@ -832,7 +930,8 @@ impl Driver {
                 .values()
                 .flat_map(|c| (0..KINDS).filter(|&k| c[k].is_some()))
                 .map(|k| KIND_SIZE[k] + 8)
-                .sum::<usize>();
+                .sum::<usize>()
+            + self.tree.used();
         if stats.used != want {
             return Err(format!(
                 "memory_stats used {} bytes, the live values hold {want}",

@@ -39,7 +39,12 @@
 //!
 //! # Costs
 //! A world with no hooks pays one compare per structural operation (callgrind: 2 to 5
-//! instructions). Once some component has hooks of a kind an operation could run, the
+//! instructions); an `insert` also compares its bundle type with the last one used, and looks
+//! up a different one before deciding (the look-up the insert makes next anyway), so that a
+//! bundle naming the built-in hierarchy ([`crate::relationship`]) has its hooks installed
+//! first: 8 instructions an insert (callgrind, 10 rounds of inserting then removing a
+//! component on 10,000 entities: 95.77M to 96.57M instructions, +0.8 %). Spawn, despawn and
+//! remove pay nothing for it: they look their bundle up before deciding already. Once some component has hooks of a kind an operation could run, the
 //! operation also reads the hook kinds of the entity's archetype (kept on the archetype) or of
 //! the bundle, and only takes the hooked path when they name a hook: entities of archetypes
 //! without hooks pay about 20 instructions an operation.

@@ -31,6 +31,7 @@ mod double_buffer;
 mod entity_ref;
 mod error;
 pub mod hooks;
+pub mod relationship;
 mod removed;
 mod resource;
 #[cfg(feature = "serde")]
@@ -50,6 +51,10 @@ pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
+pub use relationship::{
+    Ancestors, ChildOf, Children, Descendants, DescendantsDepthFirst, HierarchyWalk, Relationship,
+    RelationshipError, RelationshipTarget, Sources,
+};
 pub use removed::RemovedLog;
 pub use resource::{FromWorld, ResourceTicks};
 #[cfg(feature = "serde")]

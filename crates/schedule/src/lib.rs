@@ -112,17 +112,20 @@ pub use system::{
 /// Everything a game needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        Added, Allow, ApplyDeferred, Changed, Commands, ComponentHooks, DeferredWorld, Disabled,
-        Entity, EventAging, EventReader, EventWriter, Events, Has, IntoSystemConfig,
-        IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Ref, RemovedComponents,
-        Res, ResMut, RunSystemOnce, Schedule, ScheduleError, SetConfig, Single, StorageType,
-        SystemId, SystemSet, With, Without, World, WorldQueryExt, age_all_events, and,
-        any_with_component, not, on_event, or, resource_added, resource_changed, resource_exists,
-        resource_removed, run_once, system_param,
+        Added, Allow, ApplyDeferred, Changed, ChildOf, Children, Commands, ComponentHooks,
+        DeferredWorld, Disabled, Entity, EventAging, EventReader, EventWriter, Events, Has,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Ref,
+        Relationship, RelationshipError, RelationshipTarget, RemovedComponents, Res, ResMut,
+        RunSystemOnce, Schedule, ScheduleError, SetConfig, Single, Sources, StorageType, SystemId,
+        SystemSet, With, Without, World, WorldQueryExt, age_all_events, and, any_with_component,
+        not, on_event, or, resource_added, resource_changed, resource_exists, resource_removed,
+        run_once, system_param,
     };
 }
 
 #[cfg(test)]
 mod hook_tests;
+#[cfg(test)]
+mod relationship_tests;
 #[cfg(test)]
 mod tests;

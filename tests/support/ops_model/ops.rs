@@ -152,6 +152,32 @@ pub(crate) enum Op {
     },
     /// `World::check_change_ticks`.
     CheckTicks,
+    /// `World::set_parent`: checked, an error (nothing changed) for a dead entity, a self
+    /// relation or a cycle; a reparent when the child has a parent.
+    SetParent {
+        /// The child.
+        child: Target,
+        /// The parent.
+        parent: Target,
+    },
+    /// `World::insert` of `ChildOf(parent)`: a bad one (self, dead parent, cycle) is undone,
+    /// leaving the child without a parent.
+    InsertChildOf {
+        /// The child.
+        child: Target,
+        /// The parent.
+        parent: Target,
+    },
+    /// `World::remove_parent`.
+    RemoveParent {
+        /// The child.
+        child: Target,
+    },
+    /// `World::despawn_recursive`.
+    DespawnRecursive {
+        /// The root of the subtree.
+        target: Target,
+    },
     /// `World::spawn_batch` of 100 to 800 bundles (enough to move small columns from the heap
     /// into their reservations), each value checked, then `World::despawn` of all but every
     /// 50th, odd positions first (swap-removes from the middle), then even ones backwards.
@@ -190,6 +216,13 @@ pub(crate) enum Cmd {
         /// Bundle shape.
         shape: u8,
     },
+    /// `Commands::insert` of `ChildOf(parent)`.
+    ChildOf {
+        /// The child.
+        target: CmdTarget,
+        /// The parent, chosen when the commands are planned.
+        parent: Target,
+    },
 }
 
 /// The entity a command is about.
@@ -212,7 +245,11 @@ pub(crate) fn decode_op(src: &mut impl Source) -> Op {
     match src.byte() {
         0..=39 => Op::Spawn { shape: src.byte() },
         40..=47 => Op::SpawnBatch { shape: src.byte(), n: src.byte() % (MAX_BATCH + 1) },
-        48..=69 | 226..=240 => Op::Despawn { target: src.byte() },
+        48..=69 | 238..=240 => Op::Despawn { target: src.byte() },
+        226..=230 => Op::SetParent { child: src.byte(), parent: src.byte() },
+        231..=233 => Op::InsertChildOf { child: src.byte(), parent: src.byte() },
+        234..=235 => Op::RemoveParent { child: src.byte() },
+        236..=237 => Op::DespawnRecursive { target: src.byte() },
         70..=111 | 241..=255 => Op::Insert { target: src.byte(), shape: src.byte() },
         112..=141 => Op::Remove { target: src.byte(), shape: src.byte() },
         142..=163 => Op::GetMut { target: src.byte(), kind: src.byte(), data: src.u16() },
@@ -236,12 +273,16 @@ pub(crate) fn decode_cmd(src: &mut impl Source) -> Cmd {
     let kind = src.byte();
     let spawned = kind & 1 == 1;
     let target = |b| if spawned { CmdTarget::Spawned(b) } else { CmdTarget::World(b) };
-    match (kind >> 1) % 4 {
+    match (kind >> 1) % 5 {
         0 => Cmd::Spawn { shape: src.byte() },
         1 => Cmd::Despawn { target: target(src.byte()) },
         2 => {
             let target = target(src.byte());
             Cmd::Insert { target, shape: src.byte() }
+        }
+        3 => {
+            let target = target(src.byte());
+            Cmd::ChildOf { target, parent: src.byte() }
         }
         _ => {
             let target = target(src.byte());

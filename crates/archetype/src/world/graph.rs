@@ -48,8 +48,12 @@ impl World {
                 // Also on error: a bundle that repeats a type registers the types before it.
                 self.removals.resolve_pending(&self.components);
                 self.bundles.push(info?);
-                self.bundle_index.insert(TypeId::of::<B>(), self.bundles.len() - 1);
-                self.bundles.len() - 1
+                let b = self.bundles.len() - 1;
+                self.bundle_index.insert(TypeId::of::<B>(), b);
+                // A bundle naming the built-in hierarchy installs its hooks before it is used.
+                let ids = self.bundles[b].ids().to_vec();
+                self.register_builtin_relationships(&ids);
+                b
             }
         };
         self.last_bundle = Some((TypeId::of::<B>(), b));

@@ -4,6 +4,7 @@
 //! those hooks deferred. The public operations take these paths only while some
 //! component has a hook of the kind they would run.
 
+use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use super::batch::first_repeat;
@@ -81,6 +82,12 @@ impl World {
     /// the hookless path refuses anyway).
     #[inline(always)]
     pub(super) fn bundle_has_hooks<B: Bundle>(&mut self, kinds: u8) -> bool {
+        if !self.hooks.any(kinds) && self.last_bundle.is_none_or(|(t, _)| t != TypeId::of::<B>()) {
+            // A bundle new to the world may name the built-in hierarchy, whose registration
+            // installs hooks: register the bundle before deciding (the hookless path would look
+            // it up next anyway).
+            let _ = self.bundle_id::<B>();
+        }
         self.hooks.any(kinds)
             && self.bundle_id::<B>().is_ok_and(|b| self.hooks.any_in(self.bundles[b].ids(), kinds))
     }

@@ -31,8 +31,8 @@ impl World {
         stats
     }
 
-    /// Checks every entity location, table length, sparse-set entry and archetype membership;
-    /// panics with a description of the first broken one. A test and debugging aid: O(entities).
+    /// Checks every entity location, table length, sparse-set entry, archetype membership, and
+    /// both sides of every registered relationship; panics with a description of the first broken one. A test and debugging aid: O(entities).
     pub fn check_invariants(&self) {
         let mut total = 0;
         for archetype in &self.archetypes {
@@ -97,5 +97,6 @@ impl World {
                 );
             }
         }
+        self.check_relationships();
     }
 }

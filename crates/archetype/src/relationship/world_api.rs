@@ -1,0 +1,118 @@
+//! The world's relationship operations for any [`Relationship`]: registering, relating with
+//! checks, unrelating, and reading both sides.
+
+use std::any::TypeId;
+use std::marker::PhantomData;
+
+use folio_storage::Entity;
+
+use super::{
+    Links, Registered, Relationship, RelationshipError, RelationshipTarget, check, install,
+    link_now, links, target_of,
+};
+use crate::World;
+use crate::component::ComponentId;
+
+impl World {
+    /// Makes folio keep `R` and its collection in step (see [`crate::relationship`]); does
+    /// nothing if `R` is registered already. Entities that hold an `R` already are listed on
+    /// their targets now, in entity order (those whose relationship is bad, e.g. to a dead
+    /// target, lose it, as a raw insert of it would).
+    ///
+    /// [`ChildOf`](crate::ChildOf) registers itself; [`World::relate`] and
+    /// [`World::unrelate`] register `R` on first use.
+    pub fn register_relationship<R: Relationship>(&mut self) {
+        if self.is_relationship_registered::<R>() {
+            return;
+        }
+        if self.resource::<Registered>().is_none() {
+            self.insert_resource(Registered::default());
+        }
+        let registered = self.resource_mut::<Registered>().expect("inserted above");
+        registered.checks.push((TypeId::of::<R>(), super::invariants::check_relationship::<R>));
+        self.insert_resource(Links::<R> { slots: Vec::new(), _r: PhantomData });
+        install::<R>(self);
+        // Link the entities that held `R` before: the hooks did not see them.
+        let id = self.components().id::<R>().expect("registered by install");
+        let holders = self.holders(id);
+        for source in holders {
+            let Some(target) = target_of::<R>(self, source) else { continue };
+            if check::<R>(self, source, target).is_ok() {
+                link_now::<R>(self, source, target);
+            } else {
+                let _ = self.remove::<(R,)>(source);
+            }
+        }
+    }
+
+    /// Whether `R` is registered in this world.
+    pub fn is_relationship_registered<R: Relationship>(&self) -> bool {
+        self.resource::<Registered>()
+            .is_some_and(|r| r.checks.iter().any(|&(t, _)| t == TypeId::of::<R>()))
+    }
+
+    /// Relates `source` to `target` under `R` (inserting `R::from_target(target)` on
+    /// `source`, replacing a relationship it had), after checking that it may: the checked form
+    /// of `insert((R::from_target(target),))`. Registers `R` on first use.
+    ///
+    /// # Errors
+    /// [`RelationshipError::NoSuchSource`] / [`RelationshipError::NoSuchTarget`] for a dead
+    /// entity, [`RelationshipError::SelfRelation`] for `source == target` unless
+    /// [`Relationship::ALLOW_SELF`], [`RelationshipError::Cycle`] when `target` reaches
+    /// `source` through an acyclic `R`, [`RelationshipError::Entity`] when memory was refused.
+    /// Nothing changed then.
+    pub fn relate<R: Relationship>(
+        &mut self,
+        source: Entity,
+        target: Entity,
+    ) -> Result<(), RelationshipError> {
+        self.register_relationship::<R>();
+        if !self.contains(source) {
+            return Err(RelationshipError::NoSuchSource(source));
+        }
+        check::<R>(self, source, target)?;
+        self.insert(source, (R::from_target(target),))?;
+        Ok(())
+    }
+
+    /// Removes `source`'s `R`, returning the target it had (`None` when it had none, or is
+    /// not alive). Registers `R` on first use.
+    pub fn unrelate<R: Relationship>(&mut self, source: Entity) -> Option<Entity> {
+        self.register_relationship::<R>();
+        self.remove::<(R,)>(source).map(|(r,)| r.target())
+    }
+
+    /// `source`'s target under `R`, if it has one.
+    pub fn related<R: Relationship>(&self, source: Entity) -> Option<Entity> {
+        target_of::<R>(self, source)
+    }
+
+    /// The sources related to `target` (empty when it has none, or is not alive).
+    pub fn sources<T: RelationshipTarget>(&self, target: Entity) -> &[Entity] {
+        self.get::<T>(target).map_or(&[], |t| t.sources().as_slice())
+    }
+
+    /// The index of `source` in its target's list under `R` (`None` when it is not listed).
+    pub fn source_index<R: Relationship>(&self, source: Entity) -> Option<usize> {
+        let links = self.resource::<Links<R>>()?;
+        target_of::<R>(self, source)?;
+        let slot = links.get(source);
+        (slot < super::PENDING).then_some(slot as usize)
+    }
+
+    /// The entities holding component `id`, in archetype order.
+    pub(super) fn holders(&self, id: ComponentId) -> Vec<Entity> {
+        let mut out = Vec::new();
+        for archetype in self.archetypes() {
+            if archetype.contains(id) {
+                out.extend(self.archetype_entities(archetype.id()).iter().map(|e| e.entity));
+            }
+        }
+        out
+    }
+}
+
+/// `links` for the invariant checks.
+pub(super) fn slot_of<R: Relationship>(world: &World, source: Entity) -> u32 {
+    links::<R>(world).get(source)
+}
