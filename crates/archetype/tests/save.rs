@@ -625,3 +625,44 @@ fn disabled_entities_stay_disabled_through_a_save_that_names_the_marker() {
         assert_eq!(loaded.get::<Hp>(off), Some(&Hp(2)));
     }
 }
+
+fn sorted(entities: &[Entity]) -> Vec<Entity> {
+    let mut entities = entities.to_vec();
+    entities.sort();
+    entities
+}
+
+#[test]
+fn a_hierarchy_survives_a_save_and_a_remapping_load() {
+    use folio_archetype::{ChildOf, Children};
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Name(String);
+    let mut world = World::new();
+    let root = world.spawn((Name("root".into()),));
+    let a = world.spawn((Name("a".into()), ChildOf(root)));
+    let b = world.spawn((Name("b".into()), ChildOf(root)));
+    let leaf = world.spawn((Name("leaf".into()), ChildOf(a)));
+    let mut registry = SaveRegistry::new();
+    registry.component::<Name>("name").component_with_entities::<ChildOf>("child_of");
+    assert!(world.save(&registry).skipped().iter().any(|name| name.contains("Children")));
+
+    // Into an empty world: the same ids, and `Children` rebuilt by the hooks.
+    let mut restored = World::new();
+    load_postcard(&mut restored, &registry, &to_postcard(&world, &registry)).unwrap();
+    restored.check_invariants();
+    assert_eq!(sorted(restored.children(root)), vec![a, b]);
+    assert_eq!(restored.parent(leaf), Some(a));
+
+    // Into a busy world: new ids, the parents mapped.
+    let mut busy = World::new();
+    let other = busy.spawn((Name("other".into()),));
+    let map = load_json(&mut busy, &registry, &to_json(&world, &registry)).unwrap();
+    busy.check_invariants();
+    let (root2, a2, b2, leaf2) = (map.map(root), map.map(a), map.map(b), map.map(leaf));
+    assert_ne!(root2, root);
+    assert_eq!(busy.get::<Children>(root2).map(|c| c.len()), Some(2));
+    assert_eq!(sorted(busy.children(root2)), sorted(&[a2, b2]));
+    assert_eq!(busy.parent(leaf2), Some(a2));
+    assert_eq!(busy.get::<Name>(leaf2), Some(&Name("leaf".into())));
+    assert!(busy.children(other).is_empty());
+}

@@ -31,6 +31,54 @@ impl ChildOf {
     }
 }
 
+/// With the `serde` feature a save game keeps the hierarchy when its registry names `ChildOf`
+/// (`registry.component_with_entities::<ChildOf>("child_of")`): the load inserts each
+/// `ChildOf`, whose hook lists the child in its parent's `Children` again (`Children` itself is
+/// not saved), and a load that gives entities new ids maps the parent's id. A parent's children
+/// are then listed in the order the load inserts them (the save's table order), which need
+/// not be the order they were attached in.
+#[cfg(feature = "serde")]
+impl serde::Serialize for ChildOf {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_struct("ChildOf", &self.0)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ChildOf {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Parent;
+        impl<'de> serde::de::Visitor<'de> for Parent {
+            type Value = ChildOf;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("ChildOf(entity)")
+            }
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<ChildOf, D::Error> {
+                serde::Deserialize::deserialize(deserializer).map(ChildOf)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ChildOf, A::Error> {
+                seq.next_element()?
+                    .map(ChildOf)
+                    .ok_or_else(|| serde::de::Error::invalid_length(0, &self))
+            }
+        }
+        deserializer.deserialize_newtype_struct("ChildOf", Parent)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl crate::save::MapEntities for ChildOf {
+    fn map_entities(&mut self, map: &crate::save::EntityMap) {
+        self.0 = map.map(self.0);
+    }
+}
+
 impl Relationship for ChildOf {
     type Target = Children;
     const LINKED_DESPAWN: bool = true;
@@ -114,6 +162,46 @@ impl World {
         let mut all = vec![entity];
         all.extend(self.iter_descendants(entity));
         Ok(self.despawn_batch(all))
+    }
+
+    /// Disables `entity` and all its descendants: inserts [`Disabled`](crate::Disabled) on
+    /// each that lacks it, as one batch ([`World::insert_batch`]), so the whole subtree leaves
+    /// every query that does not ask for disabled entities. Returns how many were disabled
+    /// now. Children attached later are not disabled by this.
+    ///
+    /// # Errors
+    /// [`EntityError::NoSuchEntity`] when `entity` is not alive; the batch's errors (memory),
+    /// with nothing changed.
+    pub fn disable_recursive(&mut self, entity: Entity) -> Result<usize, EntityError> {
+        let subtree = self.subtree_where(entity, false)?;
+        let n = subtree.len();
+        self.insert_batch(subtree.into_iter().map(|e| (e, (crate::Disabled,))))?;
+        Ok(n)
+    }
+
+    /// Enables `entity` and all its descendants again: removes [`Disabled`](crate::Disabled)
+    /// from each that has it, as one batch ([`World::remove_batch`]). Returns how many were
+    /// enabled.
+    ///
+    /// # Errors
+    /// As [`World::disable_recursive`].
+    pub fn enable_recursive(&mut self, entity: Entity) -> Result<usize, EntityError> {
+        let subtree = self.subtree_where(entity, true)?;
+        let n = subtree.len();
+        self.remove_batch::<(crate::Disabled,)>(subtree)?;
+        Ok(n)
+    }
+
+    /// `entity` and its descendants, breadth-first, those that have `Disabled` (`disabled`)
+    /// or lack it.
+    fn subtree_where(&self, entity: Entity, disabled: bool) -> Result<Vec<Entity>, EntityError> {
+        if !self.contains(entity) {
+            return Err(EntityError::NoSuchEntity(entity));
+        }
+        Ok(std::iter::once(entity)
+            .chain(self.iter_descendants(entity))
+            .filter(|&e| self.has::<crate::Disabled>(e) == disabled)
+            .collect())
     }
 
     /// Registers the built-in hierarchy if `ids` (a bundle new to this world) names `ChildOf`

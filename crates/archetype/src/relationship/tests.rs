@@ -512,3 +512,33 @@ fn check_invariants_catches_a_list_out_of_step() {
     let message = message.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(message.contains("ChildOf"), "{message}");
 }
+
+#[test]
+fn a_subtree_is_disabled_and_enabled_as_one() {
+    let mut world = World::new();
+    let root = world.spawn(());
+    let a = world.spawn((ChildOf(root),));
+    let b = world.spawn((ChildOf(a), crate::Disabled)); // disabled already
+    let c = world.spawn((ChildOf(b),));
+    let outside = world.spawn(());
+
+    assert_eq!(world.disable_recursive(a).unwrap(), 2, "a and c; b was disabled");
+    world.check_invariants();
+    for e in [a, b, c] {
+        assert!(world.has::<crate::Disabled>(e), "{e}");
+    }
+    assert!(!world.has::<crate::Disabled>(root));
+    assert!(!world.has::<crate::Disabled>(outside));
+    assert_eq!(kids(&world, a), vec![b], "the hierarchy is untouched");
+
+    assert_eq!(world.enable_recursive(root).unwrap(), 3);
+    world.check_invariants();
+    for e in [root, a, b, c] {
+        assert!(!world.has::<crate::Disabled>(e), "{e}");
+    }
+    assert_eq!(world.parent(c), Some(b));
+
+    world.despawn(outside).unwrap();
+    assert!(matches!(world.disable_recursive(outside), Err(EntityError::NoSuchEntity(_))));
+    assert!(matches!(world.enable_recursive(outside), Err(EntityError::NoSuchEntity(_))));
+}
