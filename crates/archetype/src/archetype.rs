@@ -359,18 +359,23 @@ impl Archetype {
         self.listed = true;
     }
 
-    /// The entity count and, while it keeps one, a copy of the list: what a snapshot keeps.
-    pub(crate) fn snapshot_entities(
+    /// The entity count and, while it keeps one, a copy of the list, into `out` (reusing its
+    /// buffer): what a snapshot keeps.
+    pub(crate) fn snapshot_entities_into(
         &self,
-    ) -> Result<(u32, Option<Vec<ArchetypeEntity>>), StorageError> {
+        out: &mut (u32, Option<Vec<ArchetypeEntity>>),
+    ) -> Result<(), StorageError> {
+        out.0 = self.len;
         if !self.listed {
-            return Ok((self.len, None));
+            out.1 = None;
+            return Ok(());
         }
-        let mut list = Vec::new();
+        let list = out.1.get_or_insert_with(Vec::new);
+        list.clear();
         list.try_reserve_exact(self.entities.len())
             .map_err(|e| StorageError::alloc(self.entities.len(), e))?;
         list.extend_from_slice(&self.entities);
-        Ok((self.len, Some(list)))
+        Ok(())
     }
 
     /// Makes room for [`Self::restore_entities`] of `len` entities.

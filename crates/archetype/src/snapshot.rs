@@ -63,6 +63,9 @@ pub enum SnapshotError {
         /// The world asked to restore it.
         world: WorldId,
     },
+    /// The snapshot is not a whole copy of a world: made by [`Snapshot::new`] and never
+    /// filled, or a [`World::snapshot_into`](crate::World::snapshot_into) into it failed.
+    Incomplete,
     /// Memory for the copy (or, restoring, for the world's columns) was refused.
     Storage(StorageError),
 }
@@ -80,6 +83,9 @@ impl fmt::Display for SnapshotError {
                 f,
                 "the snapshot was taken from world {snapshot:?}, not world {world:?}; a \
                  snapshot restores only the world it was taken from"
+            ),
+            Self::Incomplete => f.write_str(
+                "the snapshot holds no whole world (never filled, or its last fill failed)",
             ),
             Self::Storage(e) => e.fmt(f),
         }
@@ -106,7 +112,8 @@ impl From<StorageError> for SnapshotError {
 /// of `snapshot` for what it holds; it holds no pointer into the world, so the world may change
 /// (and grow new archetypes and tables) freely while a snapshot is kept.
 pub struct Snapshot {
-    pub(crate) world: WorldId,
+    /// The world it is a whole copy of; `None` while it is not one.
+    pub(crate) world: Option<WorldId>,
     /// The world's change tick when it was taken.
     pub(crate) tick: u32,
     pub(crate) entities: EntitiesSnapshot,
@@ -120,9 +127,30 @@ pub struct Snapshot {
     pub(crate) resources: Vec<ResourceSnapshot>,
 }
 
+impl Default for Snapshot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Snapshot {
-    /// The world it was taken from.
-    pub fn world_id(&self) -> WorldId {
+    /// An empty snapshot to fill with [`World::snapshot_into`](crate::World::snapshot_into)
+    /// (which reuses its buffers: a ring of them taken every frame allocates nothing once
+    /// warm). Restoring it before it is filled is [`SnapshotError::Incomplete`].
+    pub fn new() -> Self {
+        Self {
+            world: None,
+            tick: 0,
+            entities: EntitiesSnapshot::default(),
+            tables: Vec::new(),
+            archetypes: Vec::new(),
+            sparse_sets: Vec::new(),
+            resources: Vec::new(),
+        }
+    }
+
+    /// The world it was taken from (`None` while it holds no whole copy).
+    pub fn world_id(&self) -> Option<WorldId> {
         self.world
     }
 
@@ -172,6 +200,7 @@ impl fmt::Debug for Snapshot {
 
 /// One table's rows: its entity column and, while it had rows, every column's values and ticks
 /// (in the table's column order).
+#[derive(Default)]
 pub(crate) struct TableSnapshot {
     pub(crate) entities: ColumnBytes,
     /// Empty when the table had no rows (and for the table of no components).
@@ -179,6 +208,7 @@ pub(crate) struct TableSnapshot {
 }
 
 /// One column's values and ticks.
+#[derive(Default)]
 pub(crate) struct ColumnSnapshot {
     pub(crate) data: ColumnData,
     pub(crate) added: Vec<u32>,
@@ -191,7 +221,14 @@ pub(crate) enum ColumnData {
     Cloned(Box<dyn ClonedValues>),
 }
 
+impl Default for ColumnData {
+    fn default() -> Self {
+        Self::Bytes(ColumnBytes::default())
+    }
+}
+
 /// One sparse set's entities, ticks and values.
+#[derive(Default)]
 pub(crate) struct SparseSnapshot {
     pub(crate) membership: SparseMembership,
     pub(crate) data: ColumnData,
@@ -207,11 +244,12 @@ pub(crate) struct ResourceSnapshot {
 /// How one registered component type's column values are copied out.
 #[derive(Clone, Copy)]
 pub(crate) struct ComponentFns {
-    /// Copies a column of the type: its bytes, or a `Vec<T>` of clones.
+    /// Copies a column of the type into the second argument: its bytes (reusing the buffer
+    /// there), or a `Vec<T>` of clones.
     ///
     /// # Safety
     /// - The column holds values of the type registered with these fns.
-    pub(crate) copy: unsafe fn(&Column) -> Result<ColumnData, StorageError>,
+    pub(crate) copy: unsafe fn(&Column, &mut ColumnData) -> Result<(), StorageError>,
 }
 
 /// How one registered resource type is cloned.

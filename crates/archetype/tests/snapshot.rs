@@ -7,7 +7,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-use folio_archetype::{ComponentHooks, DeferredWorld, Entity, SnapshotError, StorageType, World};
+use folio_archetype::{
+    ComponentHooks, DeferredWorld, Entity, Snapshot, SnapshotError, StorageType, World,
+};
 
 /// Keeps the sizes small under miri, which is slow.
 const N: usize = if cfg!(miri) { 12 } else { 300 };
@@ -92,6 +94,7 @@ fn registered_world() -> World {
     world.register_snapshot::<Counted>();
     world.register_snapshot_resource::<Score>();
     world.register_snapshot_resource::<Log>();
+    world.register_snapshot_resource::<u32>();
     world
 }
 
@@ -473,4 +476,38 @@ fn restore_runs_no_hooks_and_logs_no_removals() {
     // The hooks stay set: the next despawn runs them.
     world.despawn(e).unwrap();
     assert!(CALLS.load(Ordering::Relaxed) > calls);
+}
+
+#[test]
+fn snapshot_into_reuses_a_ring_and_an_unfilled_snapshot_is_refused() {
+    struct Secret;
+    let (mut world, alive) = populated_world();
+    let mut ring = [Snapshot::new(), Snapshot::new()];
+    let err = world.restore(&ring[0]).unwrap_err();
+    assert!(matches!(err, SnapshotError::Incomplete), "{err:?}");
+    world.snapshot_into(&mut ring[0]).unwrap();
+    let before = dump(&world);
+    churn(&mut world, &alive);
+    world.snapshot_into(&mut ring[1]).unwrap();
+    let after = dump(&world);
+    for _ in 0..2 {
+        world.restore(&ring[0]).unwrap();
+        assert_eq!(dump(&world), before);
+        world.restore(&ring[1]).unwrap();
+        assert_eq!(dump(&world), after);
+    }
+    // Refilled with a smaller world: it holds that one now.
+    world.restore(&ring[0]).unwrap();
+    world.snapshot_into(&mut ring[1]).unwrap();
+    churn(&mut world, &alive);
+    world.restore(&ring[1]).unwrap();
+    world.check_invariants();
+    assert_eq!(dump(&world), before);
+    // An unregistered type is found before anything is copied: the snapshot keeps its world.
+    world.insert_resource(Secret);
+    assert!(world.snapshot_into(&mut ring[1]).is_err());
+    world.remove_resource::<Secret>();
+    churn(&mut world, &alive);
+    world.restore(&ring[1]).unwrap();
+    assert_eq!(dump(&world), before);
 }

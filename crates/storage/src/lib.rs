@@ -62,7 +62,7 @@ pub mod vm;
 #[cfg(test)]
 mod test_util;
 
-pub use column::{Column, ColumnBytes, DropFn, copy_item, drop_fn_of, prefetch};
+pub use column::{Column, ColumnBytes, DropFn, copy_item, drop_fn_of, prefetch, try_copy_into};
 pub use config::StorageConfig;
 pub use entity::{
     Entities, EntitiesSnapshot, EntitiesState, EntitiesStateError, Entity, EntityIdError,

@@ -76,12 +76,22 @@ impl<T: 'static> StagedValues for Staged<T> {
     }
 }
 
-/// [`ComponentFns::copy`](super::ComponentFns) of a `Copy` type: the column's bytes.
+/// [`ComponentFns::copy`](super::ComponentFns) of a `Copy` type: the column's bytes, into
+/// `out`'s buffer when it holds bytes already.
 ///
 /// # Safety
 /// - None beyond the fn pointer's contract (the bytes are copied untyped).
-pub(crate) unsafe fn copy_column(column: &Column) -> Result<ColumnData, StorageError> {
-    column.copy_bytes().map(ColumnData::Bytes)
+pub(crate) unsafe fn copy_column(
+    column: &Column,
+    out: &mut ColumnData,
+) -> Result<(), StorageError> {
+    match out {
+        ColumnData::Bytes(bytes) => column.copy_bytes_into(bytes),
+        ColumnData::Cloned(_) => {
+            *out = ColumnData::Bytes(column.copy_bytes()?);
+            Ok(())
+        }
+    }
 }
 
 /// [`ComponentFns::copy`](super::ComponentFns) of a `Clone` type: the values cloned into a
@@ -91,13 +101,15 @@ pub(crate) unsafe fn copy_column(column: &Column) -> Result<ColumnData, StorageE
 /// - `column` holds `T`s.
 pub(crate) unsafe fn clone_column<T: Clone + Send + Sync + 'static>(
     column: &Column,
-) -> Result<ColumnData, StorageError> {
+    out: &mut ColumnData,
+) -> Result<(), StorageError> {
     // SAFETY: the column holds `T`s (caller).
     let values = unsafe { column.as_slice::<T>() };
-    let mut out = Vec::new();
-    out.try_reserve_exact(values.len()).map_err(|e| StorageError::alloc(values.len(), e))?;
-    out.extend_from_slice(values);
-    Ok(ColumnData::Cloned(Box::new(Cloned(out))))
+    let mut cloned = Vec::new();
+    cloned.try_reserve_exact(values.len()).map_err(|e| StorageError::alloc(values.len(), e))?;
+    cloned.extend_from_slice(values);
+    *out = ColumnData::Cloned(Box::new(Cloned(cloned)));
+    Ok(())
 }
 
 struct ClonedValue<R>(R);

@@ -9,7 +9,7 @@
 //! values to the graveyard (or forgets them, for types without drop), and writes the
 //! snapshot's in, without running user code or allocating.
 
-use folio_storage::{Column, StorageConfig, StorageError};
+use folio_storage::{Column, StorageConfig, StorageError, try_copy_into};
 
 use super::{Table, TableColumn};
 use crate::component::ComponentId;
@@ -30,29 +30,29 @@ impl TableRestore {
 }
 
 impl Table {
-    /// A copy of the rows: `copy` copies each data column (given its component id).
-    pub(crate) fn snapshot_with<E>(
+    /// Copies the rows into `out`, reusing its buffers: `copy` copies each data column (given
+    /// its component id) into the place given.
+    pub(crate) fn snapshot_into<E>(
         &self,
-        mut copy: impl FnMut(ComponentId, &Column) -> Result<ColumnData, E>,
-    ) -> Result<TableSnapshot, E>
+        out: &mut TableSnapshot,
+        mut copy: impl FnMut(ComponentId, &Column, &mut ColumnData) -> Result<(), E>,
+    ) -> Result<(), E>
     where
         E: From<StorageError>,
     {
-        let entities = self.entities.copy_bytes()?;
-        let mut columns = Vec::new();
-        if !self.is_empty() {
-            columns
-                .try_reserve_exact(self.columns.len())
-                .map_err(|e| StorageError::alloc(self.columns.len(), e))?;
-            for (&id, column) in self.ids.iter().zip(self.columns.iter()) {
-                columns.push(ColumnSnapshot {
-                    data: copy(id, &column.data)?,
-                    added: try_copy(column.added_ticks())?,
-                    changed: try_copy(column.changed_ticks())?,
-                });
-            }
+        self.entities.copy_bytes_into(&mut out.entities)?;
+        let n = if self.is_empty() { 0 } else { self.columns.len() };
+        out.columns.truncate(n);
+        let more = n - out.columns.len();
+        out.columns.try_reserve_exact(more).map_err(|e| StorageError::alloc(more, e))?;
+        out.columns.resize_with(n, ColumnSnapshot::default);
+        for ((&id, column), saved) in self.ids.iter().zip(self.columns.iter()).zip(&mut out.columns)
+        {
+            copy(id, &column.data, &mut saved.data)?;
+            try_copy_into(column.added_ticks(), &mut saved.added)?;
+            try_copy_into(column.changed_ticks(), &mut saved.changed)?;
         }
-        Ok(TableSnapshot { entities, columns })
+        Ok(())
     }
 
     /// Makes room for restoring `snapshot` (`None`: emptying the table): every column's
@@ -174,12 +174,4 @@ unsafe fn restore_ticks(column: &mut TableColumn, saved: &ColumnSnapshot, delta:
         // SAFETY: `[0, saved.len())` was just written; `u32`s need no drop.
         unsafe { ticks.set_len(saved.len()) };
     }
-}
-
-/// A copy of `src`, without aborting when the heap refuses.
-fn try_copy(src: &[u32]) -> Result<Vec<u32>, StorageError> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(src.len()).map_err(|e| StorageError::alloc(src.len(), e))?;
-    out.extend_from_slice(src);
-    Ok(out)
 }

@@ -61,67 +61,110 @@ impl World {
     /// every resource) for [`World::restore`].
     ///
     /// `Copy` components registered with [`World::register_snapshot_copy`] cost one `memcpy`
-    /// per column; those registered with [`World::register_snapshot`] are cloned.
+    /// per column; those registered with [`World::register_snapshot`] are cloned. A game that
+    /// snapshots every frame reuses its snapshots' buffers with [`World::snapshot_into`].
     ///
     /// # Errors
     /// [`SnapshotError::NotRegistered`] naming the first component (with values in the world)
     /// or resource whose type is not registered; [`SnapshotError::Storage`] when memory for
     /// the copy is refused. The world is never changed.
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
-        let copy_column = |id, column: &_| {
+        let mut out = Snapshot::new();
+        self.snapshot_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`World::snapshot`] into `out`, reusing its buffers: once a snapshot has held a world
+    /// of this size, taking another into it allocates nothing for `Copy` columns, ticks and
+    /// entity metadata (cloned columns and resources are cloned anew).
+    ///
+    /// # Errors
+    /// As [`World::snapshot`]. On [`SnapshotError::NotRegistered`] `out` is unchanged (the
+    /// types are checked before anything is copied); on [`SnapshotError::Storage`] it is
+    /// left holding no whole world, and restoring it is [`SnapshotError::Incomplete`].
+    pub fn snapshot_into(&self, out: &mut Snapshot) -> Result<(), SnapshotError> {
+        self.check_snapshot_types()?;
+        out.world = None;
+        let result = self.fill_snapshot(out);
+        if result.is_ok() {
+            out.world = Some(self.id);
+        }
+        result
+    }
+
+    /// The first component (with values) or resource whose type is not registered.
+    fn check_snapshot_types(&self) -> Result<(), SnapshotError> {
+        let component = |id: ComponentId| {
             let info = self.components.info(id);
-            let fns = self
-                .snapshots
-                .components
-                .get(&info.type_id())
-                .ok_or(SnapshotError::NotRegistered { name: info.name(), kind: "component" })?;
+            match self.snapshots.components.contains_key(&info.type_id()) {
+                true => Ok(()),
+                false => Err(SnapshotError::NotRegistered { name: info.name(), kind: "component" }),
+            }
+        };
+        for table in self.tables.iter().filter(|t| !t.is_empty()) {
+            table.component_ids().iter().try_for_each(|&id| component(id))?;
+        }
+        for (index, set) in self.sparse_sets.iter().enumerate() {
+            if set.as_ref().is_some_and(|set| !set.is_empty()) {
+                component(ComponentId::new(index as u32))?;
+            }
+        }
+        for (type_id, resource) in &self.resources {
+            if !self.snapshots.resources.contains_key(type_id) {
+                let name = resource.type_name();
+                return Err(SnapshotError::NotRegistered { name, kind: "resource" });
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies everything into `out` (whose types [`Self::check_snapshot_types`] checked).
+    fn fill_snapshot(&self, out: &mut Snapshot) -> Result<(), SnapshotError> {
+        let copy_column = |id: ComponentId, column: &Column, data: &mut ColumnData| {
+            let info = self.components.info(id);
+            let fns = self.snapshots.components.get(&info.type_id());
+            let fns =
+                fns.ok_or(SnapshotError::NotRegistered { name: info.name(), kind: "component" })?;
             // SAFETY: the column is of component `id`, whose type is `info.type_id()`'s: the
             // one `fns` was registered for.
-            unsafe { (fns.copy)(column) }.map_err(SnapshotError::Storage)
+            unsafe { (fns.copy)(column, data) }.map_err(SnapshotError::Storage)
         };
-        // Resources first: they are few, and an unregistered one fails before any copy.
-        let mut resources = try_vec(self.resources.len())?;
+        out.tick = self.change_tick();
+        self.entities.snapshot_into(&mut out.entities)?;
+        resize(&mut out.tables, self.tables.len())?;
+        for (table, saved) in self.tables.iter().zip(&mut out.tables) {
+            table.snapshot_into(saved, copy_column)?;
+        }
+        resize(&mut out.archetypes, self.archetypes.len())?;
+        for (archetype, saved) in self.archetypes.iter().zip(&mut out.archetypes) {
+            archetype.snapshot_entities_into(saved)?;
+        }
+        resize(&mut out.sparse_sets, self.sparse_sets.len())?;
+        for (index, (set, saved)) in self.sparse_sets.iter().zip(&mut out.sparse_sets).enumerate() {
+            match set {
+                Some(set) if !set.is_empty() => {
+                    let saved = saved.get_or_insert_with(SparseSnapshot::default);
+                    copy_column(ComponentId::new(index as u32), set.column(), &mut saved.data)?;
+                    set.membership_into(&mut saved.membership)?;
+                }
+                _ => *saved = None,
+            }
+        }
+        out.resources.clear();
+        out.resources
+            .try_reserve_exact(self.resources.len())
+            .map_err(|e| StorageError::alloc(self.resources.len(), e))?;
         for (&type_id, resource) in &self.resources {
-            let fns =
-                self.snapshots.resources.get(&type_id).ok_or(SnapshotError::NotRegistered {
-                    name: resource.type_name(),
-                    kind: "resource",
-                })?;
+            let fns = self.snapshots.resources.get(&type_id);
+            let fns = fns.ok_or(SnapshotError::NotRegistered {
+                name: resource.type_name(),
+                kind: "resource",
+            })?;
             // SAFETY: the resource is keyed by its value's `TypeId`, the one `fns` is for.
             let value = unsafe { (fns.clone)(resource) };
-            resources.push(ResourceSnapshot { type_id, ticks: resource.ticks(), value });
+            out.resources.push(ResourceSnapshot { type_id, ticks: resource.ticks(), value });
         }
-        let mut tables = try_vec(self.tables.len())?;
-        for table in &self.tables {
-            tables.push(table.snapshot_with(copy_column)?);
-        }
-        let mut archetypes = try_vec(self.archetypes.len())?;
-        for archetype in &self.archetypes {
-            archetypes.push(archetype.snapshot_entities()?);
-        }
-        let mut sparse_sets = try_vec(self.sparse_sets.len())?;
-        for (index, set) in self.sparse_sets.iter().enumerate() {
-            let saved = match set {
-                Some(set) if !set.is_empty() => {
-                    let id = ComponentId::new(index as u32);
-                    Some(SparseSnapshot {
-                        data: copy_column(id, set.column())?,
-                        membership: set.membership()?,
-                    })
-                }
-                _ => None,
-            };
-            sparse_sets.push(saved);
-        }
-        Ok(Snapshot {
-            world: self.id,
-            tick: self.change_tick(),
-            entities: self.entities.snapshot()?,
-            tables,
-            archetypes,
-            sparse_sets,
-            resources,
-        })
+        Ok(())
     }
 
     /// Puts the world back as it was when `snapshot` was taken: the same entities with the
@@ -148,8 +191,12 @@ impl World {
     /// after the world is restored, when a replaced value's `Drop` does (the other replaced
     /// values are still dropped).
     pub fn restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
-        if snapshot.world != self.id {
-            return Err(SnapshotError::WrongWorld { snapshot: snapshot.world, world: self.id });
+        match snapshot.world {
+            None => return Err(SnapshotError::Incomplete),
+            Some(id) if id != self.id => {
+                return Err(SnapshotError::WrongWorld { snapshot: id, world: self.id });
+            }
+            Some(_) => {}
         }
         let tick_delta = self.change_tick().wrapping_sub(snapshot.tick);
 
@@ -356,6 +403,15 @@ unsafe fn restore_set(
     // - `refill` empties the column and writes `membership.len()` values in its dense order,
     //   with moves and copies only: it does not panic.
     unsafe { set.restore_unchecked(membership, tick_delta, refill) };
+}
+
+/// Makes `v` `n` long (new entries default), without aborting when the heap refuses.
+fn resize<T: Default>(v: &mut Vec<T>, n: usize) -> Result<(), StorageError> {
+    v.truncate(n);
+    let more = n - v.len();
+    v.try_reserve_exact(more).map_err(|e| StorageError::alloc(more, e))?;
+    v.resize_with(n, T::default);
+    Ok(())
 }
 
 /// A vector with room for `n`, without aborting when the heap refuses.

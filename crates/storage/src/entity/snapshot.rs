@@ -9,7 +9,7 @@ use crate::error::StorageError;
 /// A copy of an [`Entities`]: every meta (generation and location), the freelist in order, and
 /// the pending reservations. Taken with [`Entities::snapshot`], put back with
 /// [`Entities::try_restore_snapshot`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct EntitiesSnapshot {
     /// The metas' bytes (`EntityMeta`s, which are plain data).
     metas: ColumnBytes,
@@ -38,18 +38,28 @@ impl Entities {
     /// # Errors
     /// [`StorageError::Alloc`] when the heap refuses the copy.
     pub fn snapshot(&self) -> Result<EntitiesSnapshot, StorageError> {
-        let metas = self.metas.column.copy_bytes()?;
-        let mut free = Vec::new();
-        free.try_reserve_exact(self.free.len())
+        let mut out = EntitiesSnapshot::default();
+        self.snapshot_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`Entities::snapshot`] into `out`, reusing its buffers (a ring of snapshots taken every
+    /// frame allocates nothing once warm). On error `out` is left partly written: take another
+    /// before restoring it.
+    ///
+    /// # Errors
+    /// [`StorageError::Alloc`] when the heap refuses the copy.
+    pub fn snapshot_into(&self, out: &mut EntitiesSnapshot) -> Result<(), StorageError> {
+        self.metas.column.copy_bytes_into(&mut out.metas)?;
+        out.free.clear();
+        out.free
+            .try_reserve_exact(self.free.len())
             .map_err(|e| StorageError::alloc(self.free.len(), e))?;
-        free.extend(self.free.iter().copied());
-        Ok(EntitiesSnapshot {
-            metas,
-            free,
-            free_len: self.free_len,
-            reserved: self.reserved_len(),
-            len: self.len,
-        })
+        out.free.extend(self.free.iter().copied());
+        out.free_len = self.free_len;
+        out.reserved = self.reserved_len();
+        out.len = self.len;
+        Ok(())
     }
 
     /// Puts back the allocator `snapshot` was taken from: every meta (generation and

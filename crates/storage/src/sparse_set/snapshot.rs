@@ -8,7 +8,7 @@
 //! membership's count of values, in its dense order.
 
 use super::{ComponentSparseSet, EMPTY};
-use crate::column::Column;
+use crate::column::{Column, try_copy_into};
 use crate::entity::Entity;
 use crate::error::StorageError;
 
@@ -37,25 +37,15 @@ impl SparseMembership {
     }
 }
 
-/// A copy of `src` in a new vector, without aborting when the heap refuses.
-fn try_copy<T: Copy>(src: &[T]) -> Result<Vec<T>, StorageError> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(src.len()).map_err(|e| StorageError::alloc(src.len(), e))?;
-    out.extend_from_slice(src);
-    Ok(out)
-}
-
 impl ComponentSparseSet {
-    /// The dense entities and their ticks.
+    /// The dense entities and their ticks, copied into `out` (reusing its buffers).
     ///
     /// # Errors
     /// [`StorageError::Alloc`] when the heap refuses the copy.
-    pub fn membership(&self) -> Result<SparseMembership, StorageError> {
-        Ok(SparseMembership {
-            entities: try_copy(&self.entities)?,
-            added: try_copy(self.added_ticks())?,
-            changed: try_copy(self.changed_ticks())?,
-        })
+    pub fn membership_into(&self, out: &mut SparseMembership) -> Result<(), StorageError> {
+        try_copy_into(&self.entities, &mut out.entities)?;
+        try_copy_into(self.added_ticks(), &mut out.added)?;
+        try_copy_into(self.changed_ticks(), &mut out.changed)
     }
 
     /// Makes room for [`Self::restore_unchecked`] of `membership`: capacity for its entities
