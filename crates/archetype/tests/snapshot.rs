@@ -511,3 +511,50 @@ fn snapshot_into_reuses_a_ring_and_an_unfilled_snapshot_is_refused() {
     world.restore(&ring[1]).unwrap();
     assert_eq!(dump(&world), before);
 }
+
+#[test]
+fn a_panicking_drop_of_a_replaced_value_leaves_the_world_restored() {
+    /// Its drop panics when `fail` is set: the value replaced by a restore.
+    struct Fragile {
+        live: Arc<AtomicIsize>,
+        fail: bool,
+    }
+    impl Clone for Fragile {
+        fn clone(&self) -> Self {
+            self.live.fetch_add(1, Ordering::Relaxed);
+            Self { live: Arc::clone(&self.live), fail: self.fail }
+        }
+    }
+    impl Drop for Fragile {
+        fn drop(&mut self) {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            if self.fail {
+                self.fail = false;
+                panic!("Fragile::drop fails on purpose");
+            }
+        }
+    }
+    let live = Arc::new(AtomicIsize::new(0));
+    let fragile = |fail| {
+        live.fetch_add(1, Ordering::Relaxed);
+        Fragile { live: Arc::clone(&live), fail }
+    };
+    let mut world = registered_world();
+    world.register_snapshot::<Fragile>();
+    let entities: Vec<Entity> =
+        (0..N).map(|i| world.spawn((fragile(false), Pos(i as f64, 0.0)))).collect();
+    let snapshot = world.snapshot().unwrap();
+    let before = dump(&world);
+    for (i, &e) in entities.iter().enumerate() {
+        world.insert(e, (fragile(i == N / 2),)).unwrap();
+    }
+    assert_eq!(live.load(Ordering::Relaxed), 2 * N as isize);
+    let result = catch_unwind(AssertUnwindSafe(|| world.restore(&snapshot)));
+    assert!(result.is_err(), "the replaced value's drop panicked");
+    world.check_invariants();
+    assert_eq!(dump(&world), before, "the world was restored before the drops ran");
+    assert_eq!(live.load(Ordering::Relaxed), 2 * N as isize, "every replaced value dropped");
+    drop(world);
+    drop(snapshot);
+    assert_eq!(live.load(Ordering::Relaxed), 0);
+}

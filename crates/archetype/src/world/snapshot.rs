@@ -316,7 +316,8 @@ impl World {
         Ok(())
     }
 
-    /// Whether the world's invariants hold (checked after a restore in debug builds).
+    /// Checks the world's invariants, panicking on a broken one; `true`, for a
+    /// `debug_assert!` after a restore.
     fn check_restored(&self) -> bool {
         self.check_invariants();
         true
