@@ -83,8 +83,8 @@ pub mod prelude {
     pub use folio_schedule::prelude::*;
     pub use folio_schedule::{
         Bundle, Component, EntityError, EntityRef, EntityWorldMut, FromWorld, IntoSystem, Local,
-        QueryData, QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, StorageConfig,
-        SystemParam,
+        QueryData, QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, Snapshot,
+        SnapshotError, StorageConfig, SystemParam,
     };
     /// Save games (the `serde` feature).
     #[cfg(feature = "serde")]

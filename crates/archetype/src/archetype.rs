@@ -359,6 +359,62 @@ impl Archetype {
         self.listed = true;
     }
 
+    /// The entity count and, while it keeps one, a copy of the list, into `out` (reusing its
+    /// buffer): what a snapshot keeps.
+    pub(crate) fn snapshot_entities_into(
+        &self,
+        out: &mut (u32, Option<Vec<ArchetypeEntity>>),
+    ) -> Result<(), StorageError> {
+        out.0 = self.len;
+        if !self.listed {
+            out.1 = None;
+            return Ok(());
+        }
+        let list = out.1.get_or_insert_with(Vec::new);
+        list.clear();
+        list.try_reserve_exact(self.entities.len())
+            .map_err(|e| StorageError::alloc(self.entities.len(), e))?;
+        list.extend_from_slice(&self.entities);
+        Ok(())
+    }
+
+    /// Makes room for [`Self::restore_entities`] of `len` entities.
+    pub(crate) fn try_reserve_restore(&mut self, len: usize) -> Result<(), StorageError> {
+        self.try_reserve(len.saturating_sub(self.entities.len()))
+    }
+
+    /// Puts back the entities a snapshot recorded (`len` and the list when it kept one); an
+    /// archetype that keeps a list now but did not then (it started sharing its table since)
+    /// lists `table_entities`, the restored table's rows, row for row. An archetype keeps a
+    /// list from the moment it shares its table, so one without a list now had none then (an
+    /// archetype made since the snapshot is given an empty list and `len` 0).
+    /// Room was made by [`Self::try_reserve_restore`]: nothing allocates.
+    pub(crate) fn restore_entities(
+        &mut self,
+        len: u32,
+        list: Option<&[ArchetypeEntity]>,
+        table_entities: &[Entity],
+    ) {
+        debug_assert!(
+            self.listed || list.is_none_or(|l| l.is_empty()),
+            "an archetype never stops keeping a list"
+        );
+        self.len = len;
+        if !self.listed {
+            return;
+        }
+        self.entities.clear();
+        match list {
+            Some(list) => self.entities.extend_from_slice(list),
+            None => self.entities.extend(
+                (0u32..)
+                    .zip(table_entities)
+                    .map(|(row, &entity)| ArchetypeEntity { entity, table_row: row }),
+            ),
+        }
+        debug_assert_eq!(self.entities.len(), len as usize);
+    }
+
     pub(crate) fn clear_entities(&mut self) {
         self.entities.clear();
         self.len = 0;

@@ -36,6 +36,7 @@ mod removed;
 mod resource;
 #[cfg(feature = "serde")]
 pub mod save;
+mod snapshot;
 mod table;
 mod tick;
 mod try_alloc;
@@ -61,6 +62,7 @@ pub use resource::{FromWorld, ResourceTicks};
 pub use save::{
     EntityMap, LoadError, LoadMode, LoadSeed, MapEntities, SaveRegistry, SavedWorld, WorldSave,
 };
+pub use snapshot::{Snapshot, SnapshotError};
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{

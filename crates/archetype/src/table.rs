@@ -17,9 +17,11 @@ use crate::try_alloc::{box_slice, small_vec};
 use crate::unwind::for_each_finishing;
 
 mod moves;
+mod snapshot;
 
 pub(crate) use moves::ColumnMap;
 pub use moves::MovedRow;
+pub(crate) use snapshot::TableRestore;
 
 /// A table's index in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -22,6 +22,7 @@ use crate::component::Components;
 use crate::hooks::Hooks;
 use crate::removed::Removals;
 use crate::resource::Resource;
+use crate::snapshot::SnapshotRegistry;
 use crate::table::{ColumnMap, Table, TableId};
 use crate::type_map::TypeIdMap;
 use crate::unwind::for_each_finishing;
@@ -135,6 +136,8 @@ pub struct World {
     /// The disabling markers ([`Disabled`]'s and [`World::register_disabling_component`]'s),
     /// by type: queries skip the archetypes that hold one unless they name it.
     disabling: SmallVec<[TypeId; 2]>,
+    /// The types snapshots may copy ([`World::register_snapshot`]).
+    snapshots: SnapshotRegistry,
 }
 
 impl Default for World {
@@ -191,6 +194,7 @@ impl World {
             removals: Removals::default(),
             hooks: Hooks::default(),
             disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
+            snapshots: SnapshotRegistry::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty =
@@ -254,6 +258,7 @@ mod resources;
 mod rows;
 #[cfg(feature = "serde")]
 mod save;
+mod snapshot;
 mod spawn;
 mod spawn_at;
 #[cfg(test)]

@@ -13,6 +13,10 @@ use crate::error::StorageError;
 use crate::raw::{RawBuf, SMALL_COLUMN_BYTES};
 use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 
+mod bytes;
+
+pub use bytes::{ColumnBytes, try_copy_into};
+
 /// Drops a value in place, given a pointer to it.
 pub type DropFn = unsafe fn(*mut u8);
 

@@ -21,8 +21,10 @@ mod allocator;
 mod reservations;
 #[cfg(feature = "serde")]
 mod serde;
+mod snapshot;
 mod state;
 
+pub use snapshot::EntitiesSnapshot;
 pub use state::{EntitiesState, EntitiesStateError, EntityIdError};
 
 /// A generational id: a slot index and the generation of the slot when the entity was made.

@@ -62,14 +62,15 @@ pub mod vm;
 #[cfg(test)]
 mod test_util;
 
-pub use column::{Column, DropFn, copy_item, drop_fn_of, prefetch};
+pub use column::{Column, ColumnBytes, DropFn, copy_item, drop_fn_of, prefetch, try_copy_into};
 pub use config::StorageConfig;
 pub use entity::{
-    Entities, EntitiesState, EntitiesStateError, Entity, EntityIdError, EntityLocation,
+    Entities, EntitiesSnapshot, EntitiesState, EntitiesStateError, Entity, EntityIdError,
+    EntityLocation,
 };
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;
 pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, SMALL_COLUMN_BYTES};
-pub use sparse_set::{ComponentSparseSet, PAGE_LEN, SparseSet};
+pub use sparse_set::{ComponentSparseSet, PAGE_LEN, SparseMembership, SparseSet};
 pub use virtual_vec::{PushError, VirtualVec};

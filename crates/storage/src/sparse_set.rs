@@ -11,6 +11,10 @@ use crate::config::StorageConfig;
 use crate::entity::Entity;
 use crate::error::StorageError;
 
+mod snapshot;
+
+pub use snapshot::SparseMembership;
+
 /// Entries per sparse page: 1,024 `u32`s, one 4 KiB page.
 pub const PAGE_LEN: usize = 1024;
 const EMPTY: u32 = u32::MAX;
