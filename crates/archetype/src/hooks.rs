@@ -256,6 +256,11 @@ impl<'w> DeferredWorld<'w> {
         self.world.get_mut(entity)
     }
 
+    /// The world's relationship bookkeeping, for the relationship hooks (not structural).
+    pub(crate) fn relationships_mut(&mut self) -> &mut crate::relationship::Relationships {
+        &mut self.world.relationships
+    }
+
     /// The resource of type `R`, mutably, as [`World::resource_mut`] gives it.
     pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
         self.world.resource_mut()

@@ -58,7 +58,7 @@
 //! [`World::unrelate`]: crate::World::unrelate
 //! [`World::set_parent`]: crate::World::set_parent
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -70,6 +70,7 @@ use crate::World;
 use crate::component::Component;
 use crate::error::EntityError;
 use crate::hooks::{ComponentHooks, DeferredWorld};
+use crate::type_map::TypeIdMap;
 
 mod hierarchy;
 mod invariants;
@@ -88,8 +89,10 @@ pub use traversal::{Ancestors, Descendants, DescendantsDepthFirst, HierarchyWalk
 /// use folio_archetype::{Entity, Relationship, RelationshipTarget, Sources, World};
 ///
 /// /// The unit this one is aiming at.
+/// #[derive(Clone)]
 /// struct Targets(Entity);
 /// /// The units aiming at this one.
+/// #[derive(Clone)]
 /// struct TargetedBy(Sources);
 ///
 /// impl Relationship for Targets {
@@ -116,7 +119,7 @@ pub use traversal::{Ancestors, Descendants, DescendantsDepthFirst, HierarchyWalk
 /// assert!(world.contains(b) && !world.has::<Targets>(b));
 /// world.check_invariants();
 /// ```
-pub trait Relationship: Component + Sized {
+pub trait Relationship: Component + Clone + Sized {
     /// The collection on the target.
     type Target: RelationshipTarget<Relationship = Self>;
 
@@ -145,7 +148,7 @@ pub trait Relationship: Component + Sized {
 
 /// The collection on a target entity listing the sources related to it. folio alone changes it:
 /// a game reads it ([`Sources`] derefs to a slice) and changes relationships on the sources.
-pub trait RelationshipTarget: Component + Sized {
+pub trait RelationshipTarget: Component + Clone + Sized {
     /// The relationship whose sources this lists.
     type Relationship: Relationship<Target = Self>;
 
@@ -161,7 +164,7 @@ pub trait RelationshipTarget: Component + Sized {
 
 /// The sources a [`RelationshipTarget`] lists, in the order described on the [module
 /// docs](self). Only folio changes it.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sources(Vec<Entity>);
 
 impl Sources {
@@ -286,20 +289,72 @@ impl<R> Links<R> {
 
 /// A registered relationship's consistency check.
 type Check = fn(&World);
+/// A registered relationship's links made again from its collections (after a restore).
+type Rebuild = fn(&mut World);
 
-/// The relationships registered in a world, by type, with their checks for
-/// [`World::check_invariants`].
+/// The relationships registered in a world, by type: their checks for
+/// [`World::check_invariants`], how to rebuild their links, and the links. A field of the
+/// world, not a resource: it is configuration and bookkeeping that a snapshot's restore of the
+/// resources must not take back (a relationship registered after a snapshot keeps its hooks,
+/// so it keeps its links too), and the links follow the restored collections instead.
 #[derive(Default)]
-struct Registered {
-    checks: Vec<(TypeId, Check)>,
+pub(crate) struct Relationships {
+    checks: Vec<(TypeId, Check, Rebuild)>,
+    /// By relationship type: its `Links<R>`.
+    links: TypeIdMap<Box<dyn Any + Send + Sync>>,
+}
+
+impl World {
+    /// Makes every registered relationship's links again from the collections (each source's
+    /// index in its target's list): after a restore put the components back.
+    pub(crate) fn rebuild_relationship_links(&mut self) {
+        let rebuilds: Vec<Rebuild> = self.relationships.checks.iter().map(|c| c.2).collect();
+        for rebuild in rebuilds {
+            rebuild(self);
+        }
+    }
+}
+
+/// [`Rebuild`] for `R`.
+fn rebuild_links<R: Relationship>(world: &mut World) {
+    let mut fresh = Links::<R> { slots: Vec::new(), _r: PhantomData };
+    if let Some(id) = world.components().id::<R::Target>() {
+        for target in world.holders(id) {
+            let list = world.get::<R::Target>(target).expect("a holder has it").sources();
+            for (slot, &source) in list.iter().enumerate() {
+                fresh.set(source, slot as u32);
+            }
+        }
+    }
+    *world_links_mut::<R>(world) = fresh;
 }
 
 fn links<R: Relationship>(world: &World) -> &Links<R> {
-    world.resource::<Links<R>>().expect("a registered relationship keeps its links")
+    world
+        .relationships
+        .links
+        .get(&TypeId::of::<R>())
+        .and_then(|links| links.downcast_ref())
+        .expect("a registered relationship keeps its links")
 }
 
 fn links_mut<'a, R: Relationship>(world: &'a mut DeferredWorld<'_>) -> &'a mut Links<R> {
-    world.resource_mut::<Links<R>>().expect("a registered relationship keeps its links")
+    world
+        .relationships_mut()
+        .links
+        .get_mut(&TypeId::of::<R>())
+        .and_then(|links| links.downcast_mut())
+        .expect("a registered relationship keeps its links")
+}
+
+/// [`links_mut`] through the whole world.
+fn world_links_mut<R: Relationship>(world: &mut World) -> &mut Links<R> {
+    world
+        .relationships
+        .links
+        .get_mut(&TypeId::of::<R>())
+        .and_then(|links| links.downcast_mut())
+        .expect("a registered relationship keeps its links")
 }
 
 /// `source`'s target under `R`, if it has one.
@@ -456,7 +511,7 @@ fn finish_link<R: Relationship>(world: &mut World, source: Entity, target: Entit
     if links::<R>(world).get(source) != PENDING || target_of::<R>(world, source) != Some(target) {
         return; // related elsewhere, or despawned, since
     }
-    world.resource_mut::<Links<R>>().expect("registered").set(source, UNLINKED);
+    world_links_mut::<R>(world).set(source, UNLINKED);
     link_now::<R>(world, source, target);
 }
 
@@ -487,7 +542,7 @@ fn link_now<R: Relationship>(world: &mut World, source: Entity, target: Entity) 
             0
         }
     };
-    world.resource_mut::<Links<R>>().expect("registered").set(source, slot as u32);
+    world_links_mut::<R>(world).set(source, slot as u32);
 }
 
 /// The hooks of `R` and its collection.

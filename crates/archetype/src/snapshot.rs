@@ -281,6 +281,13 @@ impl SnapshotRegistry {
         self.components.insert(TypeId::of::<T>(), ComponentFns { copy: values::clone_column::<T> });
     }
 
+    /// Registers `T` as cloned unless it is registered already (as copied or cloned).
+    pub(crate) fn register_clone_if_absent<T: Clone + Send + Sync + 'static>(&mut self) {
+        self.components
+            .entry(TypeId::of::<T>())
+            .or_insert(ComponentFns { copy: values::clone_column::<T> });
+    }
+
     pub(crate) fn register_copy<T: Copy + Send + Sync + 'static>(&mut self) {
         self.components.insert(TypeId::of::<T>(), ComponentFns { copy: values::copy_column });
     }

@@ -138,6 +138,8 @@ pub struct World {
     disabling: SmallVec<[TypeId; 2]>,
     /// The types snapshots may copy ([`World::register_snapshot`]).
     snapshots: SnapshotRegistry,
+    /// The registered relationships and their links ([`crate::relationship`]).
+    pub(crate) relationships: crate::relationship::Relationships,
 }
 
 impl Default for World {
@@ -195,6 +197,7 @@ impl World {
             hooks: Hooks::default(),
             disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
             snapshots: SnapshotRegistry::default(),
+            relationships: Default::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty =

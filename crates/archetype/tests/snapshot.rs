@@ -558,3 +558,38 @@ fn a_panicking_drop_of_a_replaced_value_leaves_the_world_restored() {
     drop(snapshot);
     assert_eq!(live.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn a_hierarchy_is_restored_on_both_sides_even_when_it_was_first_used_after_the_snapshot() {
+    use folio_archetype::{ChildOf, Children};
+    let mut world = World::new();
+    let root = world.spawn(());
+    let snapshot_before_any_hierarchy = world.snapshot().unwrap();
+    let a = world.spawn((ChildOf(root),));
+    let b = world.spawn((ChildOf(root),));
+    let c = world.spawn((ChildOf(a),));
+    let snapshot = world.snapshot().unwrap();
+
+    // Reparent, detach and despawn, then roll back.
+    world.set_parent(c, b).unwrap();
+    world.remove_parent(a).unwrap();
+    world.despawn(b).unwrap();
+    world.check_invariants();
+    world.restore(&snapshot).unwrap();
+    world.check_invariants();
+    assert_eq!(world.children(root), &[a, b]);
+    assert_eq!(world.parent(c), Some(a));
+    assert_eq!(world.source_index::<ChildOf>(b), Some(1));
+    // The links follow the restored lists: a later removal is still O(1) and exact.
+    world.remove_parent(a).unwrap();
+    assert_eq!(world.children(root), &[b]);
+    world.check_invariants();
+
+    // Back to before the hierarchy was first used: its hooks and bookkeeping stay registered.
+    world.restore(&snapshot_before_any_hierarchy).unwrap();
+    world.check_invariants();
+    assert!(world.get::<Children>(root).is_none());
+    let d = world.spawn((ChildOf(root),));
+    assert_eq!(world.children(root), &[d]);
+    world.check_invariants();
+}

@@ -95,7 +95,7 @@ impl Relationship for ChildOf {
 
 /// The children of the entity holding it, kept by folio from their [`ChildOf`]s. A parent keeps
 /// its (then empty) `Children` when its last child leaves.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Children(Sources);
 
 impl RelationshipTarget for Children {

@@ -2,14 +2,13 @@
 //! [`World::check_invariants`].
 
 use super::world_api::slot_of;
-use super::{PENDING, Registered, Relationship, RelationshipTarget, UNLINKED, check, target_of};
+use super::{PENDING, Relationship, RelationshipTarget, UNLINKED, check, target_of};
 use crate::World;
 
 impl World {
     /// Checks both sides of every registered relationship; panics with the first broken one.
     pub(crate) fn check_relationships(&self) {
-        let Some(registered) = self.resource::<Registered>() else { return };
-        for &(_, check) in &registered.checks {
+        for &(_, check, _) in &self.relationships.checks {
             check(self);
         }
     }

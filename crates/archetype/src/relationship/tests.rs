@@ -7,9 +7,9 @@ use super::*;
 use crate::component::StorageType;
 
 /// A game's own relationship: not linked, cycles allowed.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Targets(Entity);
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct TargetedBy(Sources);
 
 impl Relationship for Targets {
@@ -35,9 +35,9 @@ impl RelationshipTarget for TargetedBy {
 }
 
 /// A relationship that keeps its sources' order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct InQueue(Entity);
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Queue(Sources);
 
 impl Relationship for InQueue {
@@ -454,7 +454,9 @@ fn a_long_list_removes_in_constant_time() {
 }
 
 /// A relationship that allows an entity to be related to itself.
+#[derive(Clone)]
 struct Likes(Entity);
+#[derive(Clone)]
 struct LikedBy(Sources);
 
 impl Relationship for Likes {

@@ -7,8 +7,8 @@ use std::marker::PhantomData;
 use folio_storage::Entity;
 
 use super::{
-    Links, Registered, Relationship, RelationshipError, RelationshipTarget, check, install,
-    link_now, links, target_of,
+    Links, Relationship, RelationshipError, RelationshipTarget, check, install, link_now, links,
+    target_of,
 };
 use crate::World;
 use crate::component::ComponentId;
@@ -25,12 +25,19 @@ impl World {
         if self.is_relationship_registered::<R>() {
             return;
         }
-        if self.resource::<Registered>().is_none() {
-            self.insert_resource(Registered::default());
-        }
-        let registered = self.resource_mut::<Registered>().expect("inserted above");
-        registered.checks.push((TypeId::of::<R>(), super::invariants::check_relationship::<R>));
-        self.insert_resource(Links::<R> { slots: Vec::new(), _r: PhantomData });
+        let registered = &mut self.relationships;
+        registered.checks.push((
+            TypeId::of::<R>(),
+            super::invariants::check_relationship::<R>,
+            super::rebuild_links::<R>,
+        ));
+        registered
+            .links
+            .insert(TypeId::of::<R>(), Box::new(Links::<R> { slots: Vec::new(), _r: PhantomData }));
+        // Snapshots copy both sides (unless the game registered them its own way already);
+        // a restore then makes the links again from the collections.
+        self.register_snapshot_if_absent::<R>();
+        self.register_snapshot_if_absent::<R::Target>();
         install::<R>(self);
         // Link the entities that held `R` before: the hooks did not see them.
         let id = self.components().id::<R>().expect("registered by install");
@@ -47,8 +54,7 @@ impl World {
 
     /// Whether `R` is registered in this world.
     pub fn is_relationship_registered<R: Relationship>(&self) -> bool {
-        self.resource::<Registered>()
-            .is_some_and(|r| r.checks.iter().any(|&(t, _)| t == TypeId::of::<R>()))
+        self.relationships.checks.iter().any(|&(t, ..)| t == TypeId::of::<R>())
     }
 
     /// Relates `source` to `target` under `R` (inserting `R::from_target(target)` on
@@ -94,7 +100,10 @@ impl World {
 
     /// The index of `source` in its target's list under `R` (`None` when it is not listed).
     pub fn source_index<R: Relationship>(&self, source: Entity) -> Option<usize> {
-        let links = self.resource::<Links<R>>()?;
+        if !self.is_relationship_registered::<R>() {
+            return None;
+        }
+        let links = super::links::<R>(self);
         target_of::<R>(self, source)?;
         let slot = links.get(source);
         (slot < super::PENDING).then_some(slot as usize)

@@ -51,6 +51,12 @@ impl World {
         self.snapshots.register_copy::<T>();
     }
 
+    /// [`World::register_snapshot`] unless `T` is registered for snapshots already: how
+    /// folio registers its own types (relationships) without undoing a game's choice.
+    pub(crate) fn register_snapshot_if_absent<T: Component + Clone>(&mut self) {
+        self.snapshots.register_clone_if_absent::<T>();
+    }
+
     /// Registers resource type `R` for snapshots, copied with `Clone`.
     pub fn register_snapshot_resource<R: Clone + Send + Sync + 'static>(&mut self) {
         self.snapshots.register_resource::<R>();
@@ -304,6 +310,9 @@ impl World {
                 old_resources.push(old);
             }
         }
+        // Relationship links are the world's bookkeeping, not a resource: made again from
+        // the restored collections.
+        self.rebuild_relationship_links();
         debug_assert!(self.check_restored());
 
         // The world is consistent: the replaced values may drop now (user code).
