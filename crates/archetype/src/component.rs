@@ -126,6 +126,16 @@ impl Components {
         }
     }
 
+    /// Makes room for `additional` more registrations without allocating: a refused
+    /// allocation is an error here, before anything is registered.
+    pub(crate) fn try_reserve(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), folio_storage::StorageError> {
+        crate::try_alloc::reserve(&mut self.infos, additional)?;
+        crate::try_alloc::reserve_map(&mut self.by_type, additional)
+    }
+
     /// Registers `T` with `storage`; registering it again with the same storage is fine, with
     /// another one is an error (its values already live somewhere), and so is a tuple type
     /// ([`ComponentError::TupleComponent`]: tuples are bundles, never components).

@@ -1,5 +1,6 @@
 //! The archetype layer's errors.
 
+use std::collections::TryReserveError;
 use std::fmt;
 
 use folio_storage::{Entity, EntityIdError, StorageError};
@@ -41,6 +42,26 @@ pub enum ComponentError {
         /// The component type's name.
         name: &'static str,
     },
+    /// Memory for the registry's bookkeeping of a type or bundle seen for the first time was
+    /// refused; nothing was registered. An operation on an entity reports it as
+    /// [`EntityError::Storage`].
+    Alloc {
+        /// The item count a registry list was asked to grow by.
+        additional: usize,
+        /// The allocator's own error.
+        source: TryReserveError,
+    },
+}
+
+impl ComponentError {
+    /// A refused registry allocation ([`StorageError::Alloc`], the only error heap growth
+    /// gives).
+    pub(crate) fn from_alloc(e: StorageError) -> Self {
+        match e {
+            StorageError::Alloc { additional, source } => Self::Alloc { additional, source },
+            other => unreachable!("heap growth fails only with StorageError::Alloc: {other}"),
+        }
+    }
 }
 
 impl fmt::Display for ComponentError {
@@ -67,6 +88,11 @@ impl fmt::Display for ComponentError {
             Self::DuplicateComponent { name, bundle } => {
                 write!(f, "bundle {bundle} contains component {name} more than once")
             }
+            Self::Alloc { additional, source } => write!(
+                f,
+                "registering a component or bundle type: could not grow a list by {additional} \
+                 items: {source}"
+            ),
             Self::DisablingInUse { name } => write!(
                 f,
                 "component {name} is in use already: make it a disabling marker \
@@ -132,7 +158,13 @@ impl std::error::Error for EntityError {
 
 impl From<ComponentError> for EntityError {
     fn from(e: ComponentError) -> Self {
-        Self::Component(e)
+        match e {
+            // Memory, not the component: the same error as every other refused allocation.
+            ComponentError::Alloc { additional, source } => {
+                Self::Storage(StorageError::alloc(additional, source))
+            }
+            e => Self::Component(e),
+        }
     }
 }
 

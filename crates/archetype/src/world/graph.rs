@@ -27,6 +27,7 @@ impl World {
                 requested: storage,
             });
         }
+        self.components.try_reserve(1).map_err(ComponentError::from_alloc)?;
         let id = self.components.register_with::<T>(storage)?;
         self.removals.resolve_pending(&self.components);
         Ok(id)
@@ -44,6 +45,13 @@ impl World {
         let b = match self.bundle_index.get(&TypeId::of::<B>()) {
             Some(&b) => b,
             None => {
+                // Room first, so that a refused allocation registers nothing (a bundle of up
+                // to eight components: its id lists stay inline).
+                self.components
+                    .try_reserve(crate::MAX_BUNDLE_LEN)
+                    .map_err(ComponentError::from_alloc)?;
+                reserve(&mut self.bundles, 1).map_err(ComponentError::from_alloc)?;
+                reserve_map(&mut self.bundle_index, 1).map_err(ComponentError::from_alloc)?;
                 let info = BundleInfo::new::<B>(&mut self.components);
                 // Also on error: a bundle that repeats a type registers the types before it.
                 self.removals.resolve_pending(&self.components);
