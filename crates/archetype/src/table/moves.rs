@@ -70,36 +70,25 @@ impl Table {
         dst: &mut Table,
         tick: u32,
         mut taken: impl FnMut(ComponentId, *mut u8),
-        mut missing: impl FnMut(ComponentId) -> *const u8,
+        missing: impl FnMut(ComponentId) -> *const u8,
     ) -> Result<MovedRow, StorageError> {
         debug_assert!(row < self.len());
         dst.try_reserve(1)?;
         let map = ColumnMap::try_new(self, dst)?;
         let src_ids: crate::bundle::ComponentIds =
             crate::try_alloc::small_vec(self.ids.len(), self.ids.iter().copied())?;
-        // SAFETY:
-        // - `row < len`, `dst` is another table of the same registry (caller); `map` was just
-        //   made for this pair; one row was reserved in `dst`.
-        // - `taken` takes ownership, moving the value out during the call, and does not unwind
-        //   (caller).
-        // - `fill` writes `missing(id)`'s value (valid for `id`'s type, moved, caller) into the
-        //   slot of each column `dst` has and `self` lacks, and does not unwind.
+        // SAFETY: `row < len`, `dst` is another table of the same registry (caller); `map`
+        // was just made for this pair; one row was reserved in `dst` since its length last
+        // changed; `taken` (given the column's index, handed its component id here) and
+        // `missing` are the caller's, under the same contract.
         Ok(unsafe {
-            self.move_row_mapped(
+            self.move_row_with_map(
                 row,
                 dst,
                 &map,
                 tick,
                 |col, ptr| taken(src_ids[col], ptr),
-                |dst, new_row| {
-                    for &d in map.dst_new.iter() {
-                        let d = d as usize;
-                        let src = missing(dst.ids[d]);
-                        let size = dst.columns[d].data.item_layout().size();
-                        let slot = dst.data_slot(d, new_row);
-                        std::ptr::copy_nonoverlapping(src, slot, size);
-                    }
-                },
+                missing,
             )
         })
     }
