@@ -67,6 +67,20 @@ fn small_examples_run_and_hold_their_claims() {
 }
 
 #[test]
+fn transforms_propagate_incrementally_and_match_a_full_walk() {
+    let out = stdout(&run("transforms", &["--nodes", "3000", "--frames", "55"]));
+    assert!(out.contains("ok: 55 frames, every one equal to a full recomputation"), "{out}");
+    for event in [
+        "re-parented 10 subtrees",
+        "disabled a subtree",
+        "enabled the subtree",
+        "despawned a subtree",
+    ] {
+        assert!(out.contains(event), "the run did not reach `{event}`:\n{out}");
+    }
+}
+
+#[test]
 fn arena_runs_and_draws_its_final_world() {
     let svg = std::env::temp_dir().join(format!("folio-arena-test-{}.svg", std::process::id()));
     let out =
