@@ -261,29 +261,70 @@ const UNLINKED: u32 = u32::MAX;
 /// deferred work ([`finish_link`]).
 const PENDING: u32 = u32::MAX - 1;
 
-/// Per source (by entity index), its index in its target's collection, or [`UNLINKED`] /
-/// [`PENDING`]. A resource of a type only this module names.
+/// Per source (by entity index), its index in its target's collection and that target, or
+/// [`UNLINKED`] / [`PENDING`]. A resource of a type only this module names.
+///
+/// The target is kept beside the index so that taking a source off its list (every despawn of
+/// a child) needs no lookup of the source's relationship component.
 struct Links<R> {
-    /// Invariant: for every source `s` listed by a target, `slots[s.index()]` is its index
-    /// there; every other entry is `UNLINKED`, or `PENDING` while deferred work is queued.
-    slots: Vec<u32>,
+    /// Invariant: for every source `s` listed by a target `t`, `slots[s.index()]` is its index
+    /// there and `t`; every other entry is `UNLINKED`, or `PENDING` while deferred work is
+    /// queued.
+    slots: Vec<Link>,
     _r: PhantomData<fn() -> R>,
+}
+
+/// One source's entry in [`Links`].
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// The index in the target's list, or [`UNLINKED`] / [`PENDING`].
+    slot: u32,
+    /// The target listing the source (`Some` exactly when `slot` is an index).
+    target: Option<Entity>,
+}
+
+impl Link {
+    const UNLINKED: Self = Self { slot: UNLINKED, target: None };
 }
 
 impl<R> Links<R> {
     fn get(&self, e: Entity) -> u32 {
-        self.slots.get(e.index() as usize).copied().unwrap_or(UNLINKED)
+        self.link(e).slot
     }
 
-    fn set(&mut self, e: Entity, slot: u32) {
+    fn link(&self, e: Entity) -> Link {
+        self.slots.get(e.index() as usize).copied().unwrap_or(Link::UNLINKED)
+    }
+
+    /// Records `e` at index `slot` of `target`'s list.
+    fn list(&mut self, e: Entity, slot: u32, target: Entity) {
+        debug_assert!(slot < PENDING, "an index, not a mark");
+        self.put(e, Link { slot, target: Some(target) });
+    }
+
+    /// Marks `e` [`UNLINKED`] or [`PENDING`].
+    fn mark(&mut self, e: Entity, mark: u32) {
+        debug_assert!(mark >= PENDING, "a mark, not an index");
+        self.put(e, Link { slot: mark, target: None });
+    }
+
+    /// `e`'s entry, which is [`UNLINKED`] from now on.
+    fn take(&mut self, e: Entity) -> Link {
+        match self.slots.get_mut(e.index() as usize) {
+            Some(link) => std::mem::replace(link, Link::UNLINKED),
+            None => Link::UNLINKED,
+        }
+    }
+
+    fn put(&mut self, e: Entity, link: Link) {
         let i = e.index() as usize;
         if i >= self.slots.len() {
-            if slot == UNLINKED {
+            if link.slot == UNLINKED {
                 return;
             }
-            self.slots.resize(i + 1, UNLINKED);
+            self.slots.resize(i + 1, Link::UNLINKED);
         }
-        self.slots[i] = slot;
+        self.slots[i] = link;
     }
 }
 
@@ -322,7 +363,7 @@ fn rebuild_links<R: Relationship>(world: &mut World) {
         for target in world.holders(id) {
             let list = world.get::<R::Target>(target).expect("a holder has it").sources();
             for (slot, &source) in list.iter().enumerate() {
-                fresh.set(source, slot as u32);
+                fresh.list(source, slot as u32, target);
             }
         }
     }
@@ -433,26 +474,26 @@ fn source_inserted<R: Relationship>(world: &mut DeferredWorld, source: Entity) {
         (list.len() - 1) as u32
     });
     match slot {
-        Some(slot) => links_mut::<R>(world).set(source, slot),
+        Some(slot) => links_mut::<R>(world).list(source, slot, target),
         None => {
             // The target's first source: giving it a collection is structural.
-            links_mut::<R>(world).set(source, PENDING);
+            links_mut::<R>(world).mark(source, PENDING);
             world.defer(move |world: &mut World| finish_link::<R>(world, source, target));
         }
     }
 }
 
 /// `on_replace` of a relationship: take the source off its target's list.
+///
+/// The target comes from the source's link, not from its component: one lookup of the links
+/// and one of the target's list, the links again only when another source moved into the
+/// freed index.
 fn source_replaced<R: Relationship>(world: &mut DeferredWorld, source: Entity) {
-    let target = target_of::<R>(world, source).expect("on_replace: the value is there");
-    let slot = links::<R>(world).get(source);
-    if slot >= PENDING {
-        // Unlisted, or a pending link, which then finds its slot cleared and does nothing.
-        if slot == PENDING {
-            links_mut::<R>(world).set(source, UNLINKED);
-        }
+    // Unlisted, or a pending link, which then finds its mark cleared and does nothing.
+    let Link { slot, target: Some(target) } = links_mut::<R>(world).take(source) else {
         return;
-    }
+    };
+    debug_assert_eq!(target_of::<R>(world, source), Some(target), "{source}'s link");
     // One borrow of the list: take the source out, note whose index changed.
     let moved = match world.get_mut::<R::Target>(target) {
         Some(t) => {
@@ -466,10 +507,11 @@ fn source_replaced<R: Relationship>(world: &mut DeferredWorld, source: Entity) {
         }
         None => SmallVec::new(),
     };
-    let links = links_mut::<R>(world);
-    links.set(source, UNLINKED);
-    for (e, i) in moved {
-        links.set(e, i);
+    if !moved.is_empty() {
+        let links = links_mut::<R>(world);
+        for (e, i) in moved {
+            links.list(e, i, target);
+        }
     }
 }
 
@@ -483,7 +525,7 @@ fn target_replaced<T: RelationshipTarget>(world: &mut DeferredWorld, target: Ent
     }
     let links = links_mut::<T::Relationship>(world);
     for &s in &sources {
-        links.set(s, UNLINKED);
+        links.mark(s, UNLINKED);
     }
     world.defer(move |world: &mut World| settle::<T::Relationship>(world, target, sources));
 }
@@ -511,7 +553,7 @@ fn finish_link<R: Relationship>(world: &mut World, source: Entity, target: Entit
     if links::<R>(world).get(source) != PENDING || target_of::<R>(world, source) != Some(target) {
         return; // related elsewhere, or despawned, since
     }
-    world_links_mut::<R>(world).set(source, UNLINKED);
+    world_links_mut::<R>(world).mark(source, UNLINKED);
     link_now::<R>(world, source, target);
 }
 
@@ -542,7 +584,7 @@ fn link_now<R: Relationship>(world: &mut World, source: Entity, target: Entity) 
             0
         }
     };
-    world_links_mut::<R>(world).set(source, slot as u32);
+    world_links_mut::<R>(world).list(source, slot as u32, target);
 }
 
 /// The hooks of `R` and its collection.

@@ -24,12 +24,13 @@ pub(super) fn check_relationship<R: Relationship>(world: &World) {
     if let Some(id) = world.components().id::<R>() {
         for source in world.holders(id) {
             let target = target_of::<R>(world, source).expect("a holder has the component");
-            let slot = slot_of::<R>(world, source);
+            let (slot, linked_to) = slot_of::<R>(world, source);
             if !settled && slot >= PENDING {
                 continue; // a link, or the undoing of a bad insert, still queued
             }
             assert_ne!(slot, UNLINKED, "{name} of {source} to {target}: not listed");
             assert_ne!(slot, PENDING, "{name} of {source} to {target}: still pending");
+            assert_eq!(linked_to, Some(target), "{name} of {source} to {target}: linked elsewhere");
             if let Err(e) = check::<R>(world, source, target) {
                 panic!("{name} of {source}: {e}");
             }
@@ -51,7 +52,7 @@ pub(super) fn check_relationship<R: Relationship>(world: &World) {
                     "{target} lists {source} at {i}, whose {name} does not name it"
                 );
                 assert_eq!(
-                    slot_of::<R>(world, source) as usize,
+                    slot_of::<R>(world, source).0 as usize,
                     i,
                     "{target} lists {source} at {i}, whose recorded index differs"
                 );

@@ -121,7 +121,9 @@ impl World {
     }
 }
 
-/// `links` for the invariant checks.
-pub(super) fn slot_of<R: Relationship>(world: &World, source: Entity) -> u32 {
-    links::<R>(world).get(source)
+/// `links` for the invariant checks: the source's index in its target's list (or a mark),
+/// and the target its link records.
+pub(super) fn slot_of<R: Relationship>(world: &World, source: Entity) -> (u32, Option<Entity>) {
+    let link = links::<R>(world).link(source);
+    (link.slot, link.target)
 }
