@@ -101,6 +101,7 @@ use smallvec::SmallVec;
 
 use crate::World;
 use crate::component::{Component, ComponentId};
+use crate::error::EntityError;
 use crate::hooks::{DeferredWorld, HookFlags};
 use crate::relationship::Relationship;
 
@@ -390,7 +391,8 @@ impl<E: Event> fmt::Debug for Observer<E> {
 
 /// Why [`World::add_observer`](crate::World::add_observer) refused an observer; nothing was
 /// added.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum ObserverError {
     /// A lifecycle event's observer names no component ([`Observer::component`]).
     NoComponents {
@@ -404,6 +406,8 @@ pub enum ObserverError {
     },
     /// A watched entity is not alive.
     NoSuchEntity(Entity),
+    /// Marking a watched entity with [`ObservedBy`] failed: the OS refused the memory.
+    Entity(EntityError),
 }
 
 impl fmt::Display for ObserverError {
@@ -419,11 +423,19 @@ impl fmt::Display for ObserverError {
                  OnInsert, OnReplace, OnRemove) concern components"
             ),
             Self::NoSuchEntity(e) => write!(f, "an observer cannot watch {e:?}: it is not alive"),
+            Self::Entity(e) => write!(f, "cannot mark a watched entity: {e}"),
         }
     }
 }
 
-impl std::error::Error for ObserverError {}
+impl std::error::Error for ObserverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Entity(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The component an entity watched by observers holds: the ids of the observers watching it.
 /// Its `on_remove` hook (the entity despawned, or this component removed) takes the entity out

@@ -25,7 +25,8 @@ impl World {
     ///
     /// # Errors
     /// [`ObserverError`], and nothing added: a lifecycle observer without components, a game
-    /// event's observer with components, a watched entity not alive.
+    /// event's observer with components, a watched entity not alive, or memory refused for
+    /// marking one (an entity marked already may keep an empty [`ObservedBy`]).
     pub fn add_observer<E: Event>(
         &mut self,
         observer: Observer<E>,
@@ -59,18 +60,24 @@ impl World {
             components: components.clone(),
             watch: watch.clone(),
         });
-        for &e in &watch {
-            match self.get_mut::<ObservedBy>(e) {
-                Some(by) => by.0.push(id),
-                None => {
-                    let by = ObservedBy(smallvec::smallvec![id]);
-                    if let Err(e) = self.insert(e, (by,)) {
-                        // Only a refused commit gets here (the entity is alive): the observer
-                        // could not be cleaned up with its entity, so it is not added.
-                        self.remove_observer(id);
-                        panic!("World::add_observer: cannot mark the watched entity: {e}");
+        for (i, &e) in watch.iter().enumerate() {
+            let marked = match self.get_mut::<ObservedBy>(e) {
+                Some(by) => {
+                    by.0.push(id);
+                    Ok(())
+                }
+                None => self.insert(e, (ObservedBy(smallvec::smallvec![id]),)),
+            };
+            if let Err(error) = marked {
+                // Only a refused commit gets here (the entity is alive): unmark the entities
+                // marked so far, and add nothing.
+                for &marked in &watch[..i] {
+                    if let Some(by) = self.get_mut::<ObservedBy>(marked) {
+                        by.0.retain(|o| *o != id);
                     }
                 }
+                self.observers.remove(id);
+                return Err(ObserverError::Entity(error));
             }
         }
         if kind != 0 {
@@ -100,8 +107,9 @@ impl World {
         }
     }
 
-    /// Removes observer `id`; returns whether it was there (a stale id is `false`). An
-    /// observer removed while it runs (by work deferred earlier) finishes that run.
+    /// Removes observer `id`; returns whether it was there (a stale id is `false`). From an
+    /// observer, defer it ([`DeferredWorld::defer`]): it takes effect once the observer's
+    /// event is done.
     pub fn remove_observer(&mut self, id: ObserverId) -> bool {
         let Some(removed) = self.observers.remove(id) else { return false };
         for &e in &removed.watch {

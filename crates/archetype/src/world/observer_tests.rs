@@ -444,9 +444,9 @@ fn a_watched_entity_despawned_removes_its_observers_after_its_removal_events() {
 fn bad_observers_are_refused_and_change_nothing() {
     let mut world = World::new();
     let add = Observer::new(|_: &mut Trigger<OnAdd>, _: &mut DeferredWorld| {});
-    assert_eq!(
-        world.add_observer(add).unwrap_err(),
-        ObserverError::NoComponents { event: std::any::type_name::<OnAdd>() }
+    let err = world.add_observer(add).unwrap_err();
+    assert!(
+        matches!(err, ObserverError::NoComponents { event } if event == std::any::type_name::<OnAdd>())
     );
     let ping = Observer::new(|_: &mut Trigger<Ping>, _: &mut DeferredWorld| {}).component::<A>();
     assert!(matches!(
@@ -457,7 +457,7 @@ fn bad_observers_are_refused_and_change_nothing() {
     world.despawn(dead).unwrap();
     let ping = Observer::new(|_: &mut Trigger<Ping>, _: &mut DeferredWorld| {}).watch(dead);
     let err = world.add_observer(ping).unwrap_err();
-    assert_eq!(err, ObserverError::NoSuchEntity(dead));
+    assert!(matches!(err, ObserverError::NoSuchEntity(e) if e == dead));
     assert!(err.to_string().contains("not alive"));
     assert_eq!(world.observer_count(), 0);
 }
