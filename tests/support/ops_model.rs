@@ -17,6 +17,9 @@
 //! - the hierarchy (`ChildOf` / `Children`, set, replaced and removed directly, checked and
 //!   raw, and through commands): each handle's parent, children and `Children` component
 //!   against a model of the graph, where despawning a parent despawns its subtree;
+//! - the lifecycle events: observers of `OnAdd`, `OnInsert`, `OnReplace` and `OnRemove` on
+//!   four kinds check that each event fired exactly once, in a valid order, and that the kinds
+//!   they say each entity has (with the values' identities) are the model's;
 //! - `check_invariants()` (which checks both sides of every relationship);
 //! - every value made is dropped exactly once: a thread-local tracker records each value by id
 //!   (a second drop is an error at once; the live count must equal the model's), and counts the
@@ -29,7 +32,8 @@
 //! the tracker is thread-local.
 //!
 //! The parts: `ops_model/kinds.rs` (components, bundle shapes, the drop tracker),
-//! `ops_model/hierarchy.rs` (the model of the hierarchy),
+//! `ops_model/hierarchy.rs` (the model of the hierarchy), `ops_model/lifecycle.rs` (the
+//! lifecycle observers and their check),
 //! `ops_model/ops.rs` (operations and their decoding), `ops_model/shape_ops.rs` (operations
 //! generic over a shape or kind), and here the systems, the driver and its checks.
 
@@ -42,6 +46,8 @@ use folio::prelude::*;
 mod hierarchy;
 #[path = "ops_model/kinds.rs"]
 mod kinds;
+#[path = "ops_model/lifecycle.rs"]
+mod lifecycle;
 #[path = "ops_model/ops.rs"]
 mod ops;
 #[path = "ops_model/shape_ops.rs"]
@@ -144,6 +150,8 @@ pub(crate) struct Driver {
     model: BTreeMap<Entity, Components>,
     /// The hierarchy of the model's entities.
     tree: HierarchyModel,
+    /// What the lifecycle observers saw.
+    lifecycles: std::sync::Arc<std::sync::Mutex<lifecycle::Lifecycles>>,
     /// Every entity made in the sequence, live or dead.
     handles: Vec<Entity>,
     next_id: u64,
@@ -181,6 +189,7 @@ impl Driver {
             sparse.expect("registered once");
         }
         world.insert_resource(CommandPlan::default());
+        let lifecycles = lifecycle::observe_lifecycles(&mut world);
         let mut schedule = Schedule::new();
         // Always on the pool: these systems are tiny, and the adaptive default would run them
         // on one thread after the first run, leaving the parallel executor untested here.
@@ -202,6 +211,7 @@ impl Driver {
             schedule,
             model: BTreeMap::new(),
             tree: HierarchyModel::default(),
+            lifecycles,
             handles: Vec::new(),
             next_id: 1,
             step: 0,
@@ -735,6 +745,12 @@ impl Driver {
         if world.contains(NEVER) {
             return Err("a never-made entity is alive".into());
         }
+        let mut lifecycles = self.lifecycles.lock().unwrap();
+        for &entity in &self.handles {
+            let vals = self.model.get(&entity).map(|c| c.map(|slot| slot.map(|s| s.val)));
+            lifecycles.check(entity, vals.as_ref().map(|v| &v[..]))?;
+        }
+        drop(lifecycles);
         self.check_queries()?;
         let world = &self.world;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.check_invariants()))

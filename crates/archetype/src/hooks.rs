@@ -15,6 +15,8 @@
 //! | `on_remove` | before the value is removed, after every `on_replace` of the entity's operation | remove, despawn, clear |
 //!
 //! The order is per entity: in a batch, one entity's hooks all run before the next entity's.
+//! Observers of the lifecycle events ([`crate::observer`]) run at the same points, each kind's
+//! after that kind's hooks.
 //!
 //! A hook gets a [`DeferredWorld`]: the whole world to read, components and resources to
 //! change, but no structural change (no spawn, insert, remove or despawn), so the operation that
@@ -79,8 +81,12 @@ use std::ops::Deref;
 
 use folio_storage::Entity;
 
+use smallvec::SmallVec;
+
 use crate::World;
+use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
+use crate::observer::Event;
 
 /// A component hook: called with the world (restricted to non-structural access) and the entity
 /// whose component is being added, inserted, replaced or removed. Closures that capture nothing
@@ -161,14 +167,24 @@ impl HookFlags {
 }
 
 /// The world's hooks, by component index, and the queue of deferred structural work.
+///
+/// Observers of the lifecycle events ([`crate::observer`]) count as hooks of their kind here:
+/// a component observed for `OnAdd` has the [`HookFlags::ADD`] bit in its flags, so the
+/// structural paths decide "hooked or not" with the same compare, whether hooks or observers
+/// (or neither) are why.
 #[derive(Default)]
 pub(crate) struct Hooks {
     by_component: Vec<ComponentHooks>,
-    /// Components with at least one hook.
+    /// By component index: the [`HookFlags`] kinds that some observer watches.
+    observed: Vec<u8>,
+    /// Components with at least one hook or observed kind.
     hooked: usize,
-    /// Union of every component's [`HookFlags`].
+    /// Union of every component's [`HookFlags`], hooks' and observers'.
     flags: u8,
-    pub(crate) deferred: VecDeque<Deferred>,
+    /// Union of the observed kinds only.
+    observed_flags: u8,
+    /// The deferred work, each with the event depth ([`crate::observer`]) it was queued at.
+    pub(crate) deferred: VecDeque<(u32, Deferred)>,
     /// Set while [`World::apply_deferred`] drains the queue, so nested operations leave the
     /// closures they queue to the loop already running.
     pub(crate) applying: bool,
@@ -191,9 +207,46 @@ impl Hooks {
             self.by_component.resize(id.index() + 1, ComponentHooks::new());
         }
         let old = std::mem::replace(&mut self.by_component[id.index()], hooks);
-        self.hooked = self.hooked + usize::from(!hooks.is_empty()) - usize::from(!old.is_empty());
-        self.flags = self.by_component.iter().fold(0, |f, h| f | h.flags());
+        self.recount();
         old
+    }
+
+    /// Sets the kinds of lifecycle event that observers watch on component `id`.
+    pub(crate) fn set_observed(&mut self, id: ComponentId, kinds: u8) {
+        if self.observed.len() <= id.index() {
+            self.observed.resize(id.index() + 1, 0);
+        }
+        self.observed[id.index()] = kinds;
+        self.recount();
+    }
+
+    /// Recomputes the counts and unions after a change (rare: registering hooks or observers).
+    fn recount(&mut self) {
+        let len = self.by_component.len().max(self.observed.len());
+        let (hooked, flags) = (0..len)
+            .map(|i| self.flags_at(i))
+            .fold((0, 0), |(n, f), g| (n + usize::from(g != 0), f | g));
+        (self.hooked, self.flags) = (hooked, flags);
+        self.observed_flags = self.observed.iter().fold(0, |f, &g| f | g);
+    }
+
+    /// The hook and observed kinds of the component of index `i`.
+    #[inline]
+    fn flags_at(&self, i: usize) -> u8 {
+        self.by_component.get(i).map_or(0, ComponentHooks::flags)
+            | self.observed.get(i).copied().unwrap_or(0)
+    }
+
+    /// Whether some observer watches a lifecycle event of a kind in `kinds`.
+    #[inline(always)]
+    pub(crate) fn any_observed(&self, kinds: u8) -> bool {
+        self.observed_flags & kinds != 0
+    }
+
+    /// Whether some observer watches component `id`'s lifecycle events of kind `kind`.
+    #[inline]
+    pub(crate) fn observed(&self, id: ComponentId, kind: u8) -> bool {
+        self.observed.get(id.index()).is_some_and(|&f| f & kind != 0)
     }
 
     /// Component `id`'s hooks.
@@ -214,7 +267,7 @@ impl Hooks {
         if self.hooked == 0 {
             return 0;
         }
-        ids.iter().fold(0, |f, &c| f | self.of(c).flags())
+        ids.iter().fold(0, |f, &c| f | self.flags_at(c.index()))
     }
 
     /// Component `id`'s hook of one kind (`kind` is one [`HookFlags`] bit), if it has one.
@@ -271,7 +324,61 @@ impl<'w> DeferredWorld<'w> {
     /// that deferred work runs, before the outermost one returns); closures run in the order
     /// deferred.
     pub fn defer(&mut self, f: impl FnOnce(&mut World) + Send + Sync + 'static) {
-        self.world.hooks.deferred.push_back(Box::new(f));
+        self.world.defer(Box::new(f));
+    }
+}
+
+/// Commands-like deferred access, for observers and hooks: each queues its work to run once
+/// the running operation or event is done (see [`DeferredWorld::defer`]). Work on an entity
+/// gone by then does nothing.
+impl DeferredWorld<'_> {
+    /// Reserves an entity now and spawns it with `bundle` later; returns the entity (alive,
+    /// with no components, until then).
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        let entity = self.world.reserve_entity();
+        self.defer(move |world: &mut World| {
+            let _ = world.spawn_reserved(entity, bundle);
+        });
+        entity
+    }
+
+    /// Inserts `bundle` into `entity` later.
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        self.defer(move |world: &mut World| {
+            let _ = world.insert(entity, bundle);
+        });
+    }
+
+    /// Removes the components of `B` from `entity` later ([`World::remove`]: nothing, if it
+    /// lacks one of them then).
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) {
+        self.defer(move |world: &mut World| {
+            drop(world.remove::<B>(entity));
+        });
+    }
+
+    /// Despawns `entity` later.
+    pub fn despawn(&mut self, entity: Entity) {
+        self.defer(move |world: &mut World| {
+            let _ = world.despawn(entity);
+        });
+    }
+
+    /// Triggers `event` ([`World::trigger`]) later: after the running observer and every
+    /// other observer of the running event. The event is one deeper than the one running
+    /// ([`crate::MAX_EVENT_DEPTH`]).
+    pub fn trigger<E: Event>(&mut self, event: E) {
+        self.defer(move |world: &mut World| world.trigger(event));
+    }
+
+    /// Triggers `event` at `targets` ([`World::trigger_targets`]) later.
+    pub fn trigger_targets<E: Event>(
+        &mut self,
+        event: E,
+        targets: impl IntoIterator<Item = Entity>,
+    ) {
+        let targets: SmallVec<[Entity; 4]> = targets.into_iter().collect();
+        self.defer(move |world: &mut World| world.trigger_targets(event, targets));
     }
 }
 

@@ -31,6 +31,7 @@ mod double_buffer;
 mod entity_ref;
 mod error;
 pub mod hooks;
+pub mod observer;
 pub mod relationship;
 mod removed;
 mod resource;
@@ -52,6 +53,10 @@ pub use entity_ref::{EntityRef, EntityWorldMut};
 pub use error::{ComponentError, EntityError};
 pub use folio_storage::*;
 pub use hooks::{ComponentHook, ComponentHooks, DeferredWorld};
+pub use observer::{
+    Event, MAX_EVENT_DEPTH, ObservedBy, Observer, ObserverError, ObserverId, OnAdd, OnInsert,
+    OnRemove, OnReplace, Propagation, Trigger,
+};
 pub use relationship::{
     Ancestors, ChildOf, Children, Descendants, DescendantsDepthFirst, HierarchyWalk, Relationship,
     RelationshipError, RelationshipTarget, Sources,

@@ -140,6 +140,8 @@ pub struct World {
     snapshots: SnapshotRegistry,
     /// The registered relationships and their links ([`crate::relationship`]).
     pub(crate) relationships: crate::relationship::Relationships,
+    /// The observers ([`crate::observer`]).
+    pub(crate) observers: crate::observer::Observers,
 }
 
 impl Default for World {
@@ -198,6 +200,7 @@ impl World {
             disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
             snapshots: SnapshotRegistry::default(),
             relationships: Default::default(),
+            observers: Default::default(),
         };
         world.table_index.insert(ComponentIds::new(), TableId::EMPTY);
         let empty =
@@ -252,6 +255,9 @@ mod insert_remove;
 mod invariants;
 #[cfg(feature = "serde")]
 mod load;
+mod observe;
+#[cfg(test)]
+mod observer_tests;
 #[cfg(test)]
 mod removal_tests;
 mod removals;

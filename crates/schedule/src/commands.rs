@@ -6,7 +6,9 @@
 use std::mem::{self, MaybeUninit};
 use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 
-use folio_query::{BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, World, WorldId};
+use folio_query::{
+    BATCH_META_AHEAD, BATCH_ROW_AHEAD, Bundle, Entity, EntityError, Event, World, WorldId,
+};
 
 use crate::error::ScheduleError;
 use crate::param::{SystemMeta, SystemParam};
@@ -429,6 +431,27 @@ impl<'w, 's> Commands<'w, 's> {
     pub fn add(&mut self, f: impl FnOnce(&mut World) + Send + Sync + 'static) {
         self.push("custom command", None, move |world| {
             f(world);
+            Ok(())
+        });
+    }
+
+    /// Triggers `event` for its observers ([`World::trigger`]).
+    pub fn trigger<E: Event>(&mut self, event: E) {
+        self.push("trigger", None, move |world| {
+            world.trigger(event);
+            Ok(())
+        });
+    }
+
+    /// Triggers `event` at `targets` for their observers ([`World::trigger_targets`]).
+    pub fn trigger_targets<E: Event>(
+        &mut self,
+        event: E,
+        targets: impl IntoIterator<Item = Entity>,
+    ) {
+        let targets: Vec<Entity> = targets.into_iter().collect();
+        self.push("trigger", None, move |world| {
+            world.trigger_targets(event, targets);
             Ok(())
         });
     }

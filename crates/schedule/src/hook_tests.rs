@@ -73,3 +73,42 @@ fn commands_run_hooks_and_their_deferred_work_lands_within_the_run() {
     assert_eq!(world.deferred_len(), 0);
     world.check_invariants();
 }
+
+/// A game event a system sends through its commands.
+struct Alarm(u32);
+impl Event for Alarm {}
+
+/// The alarms observers counted, and the entities they marked.
+#[derive(Default)]
+struct Alarms {
+    total: u32,
+    marked: Vec<Entity>,
+}
+
+fn raise_alarms(units: Query<Entity, With<Unit>>, mut commands: Commands) {
+    commands.trigger(Alarm(1));
+    commands.trigger_targets(Alarm(10), units.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn commands_trigger_observers_when_applied() {
+    let mut world = World::new();
+    world.insert_resource(Alarms::default());
+    world.observe(|t: &mut Trigger<Alarm>, w: &mut DeferredWorld| {
+        let alarms = w.resource_mut::<Alarms>().unwrap();
+        alarms.total += t.event().0;
+        if let Some(e) = t.target() {
+            alarms.marked.push(e);
+            w.insert(e, (Owns,));
+        }
+    });
+    let a = world.spawn((Unit(1),));
+    let b = world.spawn((Unit(2),));
+    let mut schedule = Schedule::new();
+    schedule.add_systems(raise_alarms);
+    schedule.run(&mut world).unwrap();
+    let alarms = world.resource::<Alarms>().unwrap();
+    assert_eq!(alarms.total, 21);
+    assert_eq!(alarms.marked.iter().copied().collect::<HashSet<_>>(), HashSet::from([a, b]));
+    assert!(world.has::<Owns>(a) && world.has::<Owns>(b));
+}

@@ -113,12 +113,13 @@ pub use system::{
 pub mod prelude {
     pub use crate::{
         Added, Allow, ApplyDeferred, Changed, ChildOf, Children, Commands, ComponentHooks,
-        DeferredWorld, Disabled, Entity, EventAging, EventReader, EventWriter, Events, Has,
-        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Or, ParamSet, Query, QueryState, Ref,
-        Relationship, RelationshipError, RelationshipTarget, RemovedComponents, Res, ResMut,
-        RunSystemOnce, Schedule, ScheduleError, SetConfig, Single, Sources, StorageType, SystemId,
-        SystemSet, With, Without, World, WorldQueryExt, age_all_events, and, any_with_component,
-        not, on_event, or, resource_added, resource_changed, resource_exists, resource_removed,
+        DeferredWorld, Disabled, Entity, Event, EventAging, EventReader, EventWriter, Events, Has,
+        IntoSystemConfig, IntoSystemConfigs, Local, Mut, Observer, ObserverId, OnAdd, OnInsert,
+        OnRemove, OnReplace, Or, ParamSet, Propagation, Query, QueryState, Ref, Relationship,
+        RelationshipError, RelationshipTarget, RemovedComponents, Res, ResMut, RunSystemOnce,
+        Schedule, ScheduleError, SetConfig, Single, Sources, StorageType, SystemId, SystemSet,
+        Trigger, With, Without, World, WorldQueryExt, age_all_events, and, any_with_component, not,
+        on_event, or, resource_added, resource_changed, resource_exists, resource_removed,
         run_once, system_param,
     };
 }

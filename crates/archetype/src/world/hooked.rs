@@ -24,13 +24,24 @@ impl World {
     /// are not visited. A sparse-set component is registered as one
     /// ([`World::register_component`]) before its hooks are set, as before its first spawn.
     pub fn set_hooks<T: Component>(&mut self, hooks: ComponentHooks) -> ComponentHooks {
+        let id = self.register_hooked::<T>();
+        let old = self.hooks.set(id, hooks);
+        self.refresh_hook_flags();
+        old
+    }
+
+    /// Registers `T` (with table storage, if it is not yet) for hooks or observers.
+    pub(crate) fn register_hooked<T: Component>(&mut self) -> ComponentId {
         let id = self.components.register::<T>();
         self.removals.resolve_pending(&self.components);
-        let old = self.hooks.set(id, hooks);
+        id
+    }
+
+    /// Recomputes every archetype's hook kinds, after hooks or observers changed.
+    pub(crate) fn refresh_hook_flags(&mut self) {
         for archetype in &mut self.archetypes {
             archetype.set_hook_flags(self.hooks.flags_of(archetype.components()));
         }
-        old
     }
 
     /// The hooks of component type `T` (none for a type not registered).
@@ -58,13 +69,24 @@ impl World {
         impl Drop for Applying<'_> {
             fn drop(&mut self) {
                 self.0.hooks.applying = false;
+                // The loop runs from outside any event: back to depth 0.
+                self.0.observers.depth = 0;
             }
         }
         self.hooks.applying = true;
         let guard = Applying(self);
-        while let Some(work) = guard.0.hooks.deferred.pop_front() {
+        while let Some((depth, work)) = guard.0.hooks.deferred.pop_front() {
+            // Work runs at the event depth it was queued at (an observer's work at its event's
+            // depth), so an event it triggers is one deeper: a chain of events through
+            // deferred work is counted too.
+            guard.0.observers.depth = depth;
             work(guard.0);
         }
+    }
+
+    /// Queues `work` to run after the current operation, at the current event depth.
+    pub(crate) fn defer(&mut self, work: Box<dyn FnOnce(&mut World) + Send + Sync>) {
+        self.hooks.deferred.push_back((self.observers.depth, work));
     }
 
     /// Whether some component of `entity` (alive) has a hook of a kind in `kinds`: what a
@@ -116,6 +138,17 @@ impl World {
                 && only(self, c)
             {
                 hook(&mut DeferredWorld::new(self), entity);
+            }
+        }
+        // Then the observers of the kind, once every hook has run (so an observer sees the
+        // indexes hooks keep, such as a relationship's, up to date).
+        if self.hooks.any_observed(kind) {
+            let mut i = 0;
+            while let Some(&c) = self.ids(ids).get(i) {
+                i += 1;
+                if self.hooks.observed(c, kind) && only(self, c) {
+                    self.run_lifecycle_observers(kind, c, entity);
+                }
             }
         }
     }
