@@ -8,6 +8,9 @@
 //! below another such node, and recomputes each remaining subtree from its parent's `Global`.
 //! A frame that moves 1% of the nodes recomputes their subtrees, not the scene.
 //!
+//! Two observers count the nodes spawned and despawned (closures with captured counters,
+//! run on `OnAdd` / `OnRemove` of `Node`), and the counts are checked against the scene.
+//!
 //! Each frame is checked against a full recomputation of the scene (bit for bit: both use
 //! the same arithmetic), through re-parenting, a disabled subtree that its parent moves while
 //! it is disabled, and a subtree despawned and replaced.
@@ -16,6 +19,8 @@
 //! another size).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use folio::prelude::*;
@@ -221,6 +226,28 @@ fn main() {
     let mut world = World::new();
     world.insert_resource(Frame(0));
     world.insert_resource(PropagateStats::default());
+    // Observers with state of their own: how many nodes were ever spawned and despawned.
+    let (spawned, despawned) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let counter = |count: &Arc<AtomicUsize>| {
+        let count = Arc::clone(count);
+        move || {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let on_spawn = counter(&spawned);
+    let on_despawn = counter(&despawned);
+    world
+        .add_observer(
+            Observer::new(move |_: &mut Trigger<OnAdd>, _: &mut DeferredWorld| on_spawn())
+                .component::<Node>(),
+        )
+        .expect("a lifecycle observer of one component");
+    world
+        .add_observer(
+            Observer::new(move |_: &mut Trigger<OnRemove>, _: &mut DeferredWorld| on_despawn())
+                .component::<Node>(),
+        )
+        .expect("a lifecycle observer of one component");
     let started = Instant::now();
     let mut nodes = Vec::with_capacity(node_count);
     for i in 0..node_count {
@@ -287,6 +314,9 @@ fn main() {
         }
     }
     world.check_invariants();
+    let (spawned, despawned) = (spawned.load(Ordering::Relaxed), despawned.load(Ordering::Relaxed));
+    assert_eq!(spawned - despawned, world.len(), "the observers saw every spawn and despawn");
+    println!("ok: the observers counted {spawned} nodes spawned and {despawned} despawned");
     println!(
         "ok: {frame_count} frames, every one equal to a full recomputation; {:.1}% of the node \
          updates a full walk would do",
