@@ -201,6 +201,14 @@ impl Snapshot {
         self.entities.alive()
     }
 
+    /// Makes the next [`World::snapshot_into`](crate::World::snapshot_into) into it copy the
+    /// whole world (into the same buffers) rather than what changed since: after writes made
+    /// with change detection bypassed, which an incremental fill does not see. It still holds
+    /// its copy, and restores as before.
+    pub fn copy_whole_next(&mut self) {
+        self.base = None;
+    }
+
     /// Whether the fill that made it was incremental: it copied only what changed since the
     /// snapshot it held before (see [`World::snapshot_into`](crate::World::snapshot_into)).
     pub fn is_incremental(&self) -> bool {

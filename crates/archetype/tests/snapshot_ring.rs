@@ -177,7 +177,7 @@ struct Model {
 impl Model {
     fn new() -> Self {
         let mut world = registered_world();
-        let alive = (0..40u8).map(|i| spawn(&mut world, i)).collect();
+        let alive = (0..if cfg!(miri) { 10u8 } else { 40 }).map(|i| spawn(&mut world, i)).collect();
         Self {
             world,
             ring: SnapshotRing::new(RING),
@@ -326,12 +326,12 @@ fn spawn(world: &mut World, kind: u8) -> Entity {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 96 },
+        cases: if cfg!(miri) { 1 } else { 96 },
         ..ProptestConfig::default()
     })]
 
     #[test]
-    fn ring_restores_exactly_what_was_saved(ops in prop::collection::vec(op(), 1..if cfg!(miri) { 24 } else { 160 })) {
+    fn ring_restores_exactly_what_was_saved(ops in prop::collection::vec(op(), 1..if cfg!(miri) { 16 } else { 160 })) {
         let mut model = Model::new();
         for op in &ops {
             model.apply(op);
