@@ -84,7 +84,7 @@ pub mod prelude {
     pub use folio_schedule::{
         Bundle, Component, EntityError, EntityRef, EntityWorldMut, FromWorld, IntoSystem, Local,
         QueryData, QueryError, QueryFilter, ReadOnlyQueryData, ScheduleError, Snapshot,
-        SnapshotError, StorageConfig, SystemParam,
+        SnapshotError, SnapshotRing, StorageConfig, SystemParam,
     };
     /// Save games (the `serde` feature).
     #[cfg(feature = "serde")]

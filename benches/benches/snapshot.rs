@@ -17,13 +17,28 @@
 //!   entities through `query_mut`, which only undoes value changes (no spawn, despawn or
 //!   structural change), so it is no restore.
 //!
+//!
+//! The `snapshot_incremental` group takes one snapshot per frame of the same world after a
+//! frame that wrote 1% of the rows' `Position` (every 100th row, through a query's
+//! `&mut Position`, the normal write path; the write is not timed, only the snapshot):
+//!
+//! - `full`: [`World::snapshot_into`](folio_archetype::World::snapshot_into) a warm snapshot
+//!   told to copy the whole world ([`Snapshot::copy_whole_next`](folio_archetype::Snapshot)).
+//! - `incremental`: the same call into the snapshot of the frame before, which copies only the
+//!   rows written since (and scans the changed ticks to find them).
+//! - `ring_8`: [`SnapshotRing::save`](folio_archetype::SnapshotRing) into a ring of 8 frames:
+//!   each slot is refilled with what changed in the last 8 frames (8% of the rows).
+//!
 //! Sample sizes and times come from `folio_benches::criterion()` and the command line.
 #![allow(missing_docs)] // `criterion_group!` / `criterion_main!` generate undocumented items.
 #![allow(dead_code)] // The components are payload: copied by the benches, never read back.
 
 use std::hint::black_box;
 
+use std::time::{Duration, Instant};
+
 use criterion::{Criterion, criterion_group, criterion_main};
+use folio_query::WorldQueryExt;
 
 /// Entities in the world.
 const N: usize = 100_000;
@@ -125,9 +140,79 @@ fn snapshot(c: &mut Criterion) {
     println!("snapshot: {N} entities, {bytes} bytes copied each way");
 }
 
+/// A world of `N` entities with every type registered for snapshots.
+fn snapshot_world() -> folio_archetype::World {
+    let mut world = folio_archetype::World::new();
+    world.register_snapshot_copy::<Position>();
+    world.register_snapshot_copy::<Velocity>();
+    world.register_snapshot_copy::<Health>();
+    world.spawn_batch((0..N).map(bundle));
+    world
+}
+
+/// One frame's writes: every 100th row's `Position`, through a query's `&mut Position` (the
+/// other rows are visited and not written, so not marked changed).
+fn write_one_percent(
+    world: &mut folio_archetype::World,
+    query: &mut folio_query::QueryState<&'static mut Position>,
+    frame: usize,
+) {
+    for (i, mut p) in query.iter_mut(world).enumerate() {
+        if i % 100 == frame % 100 {
+            p.0[1] += 1.0;
+        }
+    }
+}
+
+fn snapshot_incremental(c: &mut Criterion) {
+    let mut group = c.benchmark_group("snapshot_incremental");
+    let mut world = snapshot_world();
+    let mut query = world.query::<&mut Position>();
+    let mut snap = world.snapshot().expect("registered");
+    let mut frame = 0;
+    // Times `take` only, after a frame of writes.
+    let mut timed = |iters: u64, take: &mut dyn FnMut(&mut folio_archetype::World)| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            frame += 1;
+            write_one_percent(&mut world, &mut query, frame);
+            let start = Instant::now();
+            take(&mut world);
+            total += start.elapsed();
+        }
+        total
+    };
+    group.bench_function("full", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut |world| {
+                snap.copy_whole_next();
+                world.snapshot_into(black_box(&mut snap)).unwrap();
+            })
+        })
+    });
+    let full_bytes = snap.filled_bytes();
+    group.bench_function("incremental", |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut |world| world.snapshot_into(black_box(&mut snap)).unwrap())
+        })
+    });
+    assert!(snap.is_incremental());
+    let incremental_bytes = snap.filled_bytes();
+    let mut ring = folio_archetype::SnapshotRing::new(8);
+    group.bench_function("ring_8", |b| {
+        b.iter_custom(|iters| timed(iters, &mut |world| ring.save(black_box(world)).unwrap()))
+    });
+    let ring_bytes = ring.get(0).map_or(0, |s| s.filled_bytes());
+    group.finish();
+    println!(
+        "snapshot_incremental: {N} entities, 1% written per frame; bytes copied: full \
+         {full_bytes}, incremental {incremental_bytes}, ring of 8 {ring_bytes}"
+    );
+}
+
 criterion_group! {
     name = benches;
     config = folio_benches::criterion();
-    targets = snapshot
+    targets = snapshot, snapshot_incremental
 }
 criterion_main!(benches);

@@ -80,6 +80,12 @@ pub struct Archetype {
     hook_flags: u8,
     /// Whether it holds a disabling marker (see [`Archetype::is_disabled`]).
     disabled: bool,
+    /// Names the archetype's entities as they are (which, in which rows): a fresh value from
+    /// `next_version` at every change of them, and the value a snapshot recorded when one is
+    /// restored (as [`Table`](crate::Table)'s version).
+    version: u64,
+    /// The next fresh version; never goes back.
+    next_version: u64,
 }
 
 /// A cached transition of the archetype graph.
@@ -129,6 +135,8 @@ impl Archetype {
             remove_edges: Vec::new(),
             hook_flags: 0,
             disabled: false,
+            version: 0,
+            next_version: 1,
         }
     }
 
@@ -249,10 +257,33 @@ impl Archetype {
         if self.listed { self.entities.len() as u32 } else { table_row }
     }
 
+    /// Marks a change of the entities: a fresh [`Archetype::version`].
+    #[inline]
+    fn touch(&mut self) {
+        self.version = self.next_version;
+        self.next_version += 1;
+    }
+
+    /// The version of the archetype's entities: it changes whenever one joins, leaves or
+    /// changes rows, and a restore puts back the one the snapshot recorded.
+    #[inline]
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Restores a version a snapshot recorded ([`Archetype::version`]); `None`: a fresh one.
+    pub(crate) fn set_version(&mut self, version: Option<u64>) {
+        match version {
+            Some(v) => self.version = v,
+            None => self.touch(),
+        }
+    }
+
     /// Appends an entity living at table row `table_row`; returns its archetype row. Unlisted,
     /// the entity must be the table's last row (it was just pushed to the table).
     #[inline]
     pub(crate) fn push(&mut self, entity: Entity, table_row: u32) -> u32 {
+        self.touch();
         self.len += 1;
         if self.listed {
             self.entities.push(ArchetypeEntity { entity, table_row });
@@ -268,6 +299,7 @@ impl Archetype {
     #[inline]
     pub(crate) fn extend_unlisted(&mut self, n: usize) {
         debug_assert!(!self.listed);
+        self.touch();
         self.len += n as u32;
     }
 
@@ -275,6 +307,7 @@ impl Archetype {
     #[inline]
     pub(crate) fn truncate_unlisted(&mut self, n: usize) {
         debug_assert!(!self.listed && n <= self.len as usize);
+        self.touch();
         self.len -= n as u32;
     }
 
@@ -283,6 +316,8 @@ impl Archetype {
     /// first. Both keep lists.
     pub(crate) fn take_tail_of(&mut self, src: &mut Archetype, n: usize) -> u32 {
         debug_assert!(self.listed && src.listed && n <= src.entities.len());
+        self.touch();
+        src.touch();
         let first = self.entities.len() as u32;
         let start = src.entities.len() - n;
         self.entities.extend_from_slice(&src.entities[start..]);
@@ -303,6 +338,7 @@ impl Archetype {
     /// with [`Archetype::set_table_row`]), so nothing moves here.
     #[inline]
     pub(crate) fn swap_remove(&mut self, row: u32) -> Option<Entity> {
+        self.touch();
         self.len -= 1;
         if !self.listed {
             return None;
@@ -316,6 +352,7 @@ impl Archetype {
     #[inline]
     pub(crate) fn set_table_row(&mut self, row: u32, table_row: u32) -> u32 {
         if self.listed {
+            self.touch();
             self.entities[row as usize].table_row = table_row;
             row
         } else {
@@ -349,6 +386,7 @@ impl Archetype {
     /// Starts keeping `list`, made by [`Self::try_make_list`].
     pub(crate) fn set_list(&mut self, list: Vec<ArchetypeEntity>) {
         debug_assert!(!self.listed && list.len() == self.len as usize);
+        self.touch();
         self.entities = list;
         self.listed = true;
     }
@@ -356,6 +394,7 @@ impl Archetype {
     /// Marks a new archetype as sharing its table from the start.
     pub(crate) fn set_listed(&mut self) {
         debug_assert!(self.len == 0);
+        self.touch();
         self.listed = true;
     }
 
@@ -416,6 +455,7 @@ impl Archetype {
     }
 
     pub(crate) fn clear_entities(&mut self) {
+        self.touch();
         self.entities.clear();
         self.len = 0;
     }

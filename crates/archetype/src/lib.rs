@@ -67,7 +67,7 @@ pub use resource::{FromWorld, ResourceTicks};
 pub use save::{
     EntityMap, LoadError, LoadMode, LoadSeed, MapEntities, SaveRegistry, SavedWorld, WorldSave,
 };
-pub use snapshot::{Snapshot, SnapshotError};
+pub use snapshot::{Snapshot, SnapshotError, SnapshotRing};
 pub use table::{MovedRow, Table, TableColumn, TableId};
 pub use tick::{MAX_CHANGE_AGE, is_newer};
 pub use world::{

@@ -36,7 +36,10 @@ use crate::resource::{Resource, ResourceTicks};
 use crate::type_map::TypeIdMap;
 use crate::world::{Disabled, WorldId};
 
+mod ring;
 mod values;
+
+pub use ring::SnapshotRing;
 
 pub(crate) use values::{ClonedResource, ClonedValues, StagedValues};
 
@@ -68,6 +71,14 @@ pub enum SnapshotError {
     Incomplete,
     /// Memory for the copy (or, restoring, for the world's columns) was refused.
     Storage(StorageError),
+    /// A [`SnapshotRing`] was asked for a frame it does not hold: `frames_back` is not below
+    /// the number of frames saved (and not rolled back over) since it was made or cleared.
+    NotInRing {
+        /// The frame asked for, counted back from the newest (`0`).
+        frames_back: usize,
+        /// The frames the ring holds.
+        held: usize,
+    },
 }
 
 impl fmt::Display for SnapshotError {
@@ -88,6 +99,11 @@ impl fmt::Display for SnapshotError {
                 "the snapshot holds no whole world (never filled, or its last fill failed)",
             ),
             Self::Storage(e) => e.fmt(f),
+            Self::NotInRing { frames_back, held } => write!(
+                f,
+                "the snapshot ring holds {held} frames; frame {frames_back} back is not one of \
+                 them"
+            ),
         }
     }
 }
@@ -116,6 +132,21 @@ pub struct Snapshot {
     pub(crate) world: Option<WorldId>,
     /// The world's change tick when it was taken.
     pub(crate) tick: u32,
+    /// The world's tick shift when it was taken: table ticks are kept minus it (see the
+    /// `world::snapshot` module docs), sparse-set and resource ticks as they were.
+    pub(crate) shift: u32,
+    /// What a later fill may copy relative to (see [`Base`]); `None` while it holds no whole
+    /// copy.
+    pub(crate) base: Option<Base>,
+    /// The bytes the fill that made it copied (all of [`Snapshot::copied_bytes`] for a whole
+    /// copy, the rows written since for an incremental one).
+    pub(crate) filled_bytes: usize,
+    /// Whether that fill was incremental.
+    pub(crate) incremental: bool,
+    /// By archetype index: each archetype's version when it was taken.
+    pub(crate) archetype_versions: Vec<u64>,
+    /// Scratch: the rows of one column written since the base (kept to reuse its buffer).
+    pub(crate) rows: Vec<u32>,
     pub(crate) entities: EntitiesSnapshot,
     /// By table index, for every table that existed.
     pub(crate) tables: Vec<TableSnapshot>,
@@ -141,6 +172,12 @@ impl Snapshot {
         Self {
             world: None,
             tick: 0,
+            shift: 0,
+            base: None,
+            filled_bytes: 0,
+            incremental: false,
+            archetype_versions: Vec::new(),
+            rows: Vec::new(),
             entities: EntitiesSnapshot::default(),
             tables: Vec::new(),
             archetypes: Vec::new(),
@@ -162,6 +199,28 @@ impl Snapshot {
     /// The entities alive when it was taken.
     pub fn entity_count(&self) -> usize {
         self.entities.alive()
+    }
+
+    /// Makes the next [`World::snapshot_into`](crate::World::snapshot_into) into it copy the
+    /// whole world (into the same buffers) rather than what changed since: after writes made
+    /// with change detection bypassed, which an incremental fill does not see. It still holds
+    /// its copy, and restores as before.
+    pub fn copy_whole_next(&mut self) {
+        self.base = None;
+    }
+
+    /// Whether the fill that made it was incremental: it copied only what changed since the
+    /// snapshot it held before (see [`World::snapshot_into`](crate::World::snapshot_into)).
+    pub fn is_incremental(&self) -> bool {
+        self.world.is_some() && self.incremental
+    }
+
+    /// The bytes the fill that made it copied as plain data: [`Snapshot::copied_bytes`] for a
+    /// whole copy; for an incremental one, the rows written since the snapshot it held before
+    /// (values and ticks), the tables and archetypes whose rows changed, and the entity metas
+    /// when an entity was spawned, despawned or moved.
+    pub fn filled_bytes(&self) -> usize {
+        self.filled_bytes
     }
 
     /// The bytes copied as plain data (entity metas, entity columns, `Copy` components, ticks):
@@ -202,17 +261,41 @@ impl fmt::Debug for Snapshot {
 /// (in the table's column order).
 #[derive(Default)]
 pub(crate) struct TableSnapshot {
+    /// The table's version when it was taken.
+    pub(crate) version: u64,
     pub(crate) entities: ColumnBytes,
     /// Empty when the table had no rows (and for the table of no components).
     pub(crate) columns: Vec<ColumnSnapshot>,
 }
 
-/// One column's values and ticks.
+/// One column's values and ticks (the ticks minus the world's tick shift).
 #[derive(Default)]
 pub(crate) struct ColumnSnapshot {
     pub(crate) data: ColumnData,
     pub(crate) added: Vec<u32>,
     pub(crate) changed: Vec<u32>,
+}
+
+/// What a snapshot that holds a whole copy of a world knows of how it relates to the world
+/// now, so that a later fill copies only what differs: every table row whose changed tick
+/// (counted in the world's current tick frame, see the `world::snapshot` module docs) is
+/// newer than `since`, and, when `forked`, also every row whose tick in the snapshot is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Base {
+    /// The world's snapshot epoch it is valid for: a restore (other than from a
+    /// [`SnapshotRing`], which keeps its slots valid), [`World::check_change_ticks`] or a load
+    /// starts a new epoch, and a snapshot of another epoch is refilled whole.
+    ///
+    /// [`World::check_change_ticks`]: crate::World::check_change_ticks
+    pub(crate) epoch: u64,
+    /// A tick (minus the shift) at which the snapshot's values and the world's were the same
+    /// state: every value written in the world since has a newer tick, and, when `forked`,
+    /// every value the snapshot holds that the world does not has a newer tick in the
+    /// snapshot.
+    pub(crate) since: u32,
+    /// Whether the snapshot holds values written after `since` on a line of history the
+    /// world left (a ring slot rolled back over).
+    pub(crate) forked: bool,
 }
 
 /// A column's values: bytes for `Copy` types, a typed clone for the rest.
@@ -250,6 +333,16 @@ pub(crate) struct ComponentFns {
     /// # Safety
     /// - The column holds values of the type registered with these fns.
     pub(crate) copy: unsafe fn(&Column, &mut ColumnData) -> Result<(), StorageError>,
+    /// Copies rows `rows` of a column of the type into the second argument, a copy of that
+    /// column at its current length made by `copy` (the other rows possibly older). `false`
+    /// when the second argument is not one `copy` of this registration made (the type was
+    /// registered again since): then nothing changed and the caller copies the column whole.
+    ///
+    /// # Safety
+    /// - The column holds values of the type registered with these fns; every row in `rows`
+    ///   is below its length, and the second argument was made from a column of the same
+    ///   length.
+    pub(crate) refresh: unsafe fn(&Column, &mut ColumnData, &[u32]) -> bool,
 }
 
 /// How one registered resource type is cloned.
@@ -278,18 +371,16 @@ impl Default for SnapshotRegistry {
 
 impl SnapshotRegistry {
     pub(crate) fn register_clone<T: Clone + Send + Sync + 'static>(&mut self) {
-        self.components.insert(TypeId::of::<T>(), ComponentFns { copy: values::clone_column::<T> });
+        self.components.insert(TypeId::of::<T>(), values::clone_fns::<T>());
     }
 
     /// Registers `T` as cloned unless it is registered already (as copied or cloned).
     pub(crate) fn register_clone_if_absent<T: Clone + Send + Sync + 'static>(&mut self) {
-        self.components
-            .entry(TypeId::of::<T>())
-            .or_insert(ComponentFns { copy: values::clone_column::<T> });
+        self.components.entry(TypeId::of::<T>()).or_insert(values::clone_fns::<T>());
     }
 
     pub(crate) fn register_copy<T: Copy + Send + Sync + 'static>(&mut self) {
-        self.components.insert(TypeId::of::<T>(), ComponentFns { copy: values::copy_column });
+        self.components.insert(TypeId::of::<T>(), values::COPY_FNS);
     }
 
     pub(crate) fn register_resource<R: Clone + Send + Sync + 'static>(&mut self) {

@@ -21,7 +21,7 @@ mod snapshot;
 
 pub(crate) use moves::ColumnMap;
 pub use moves::MovedRow;
-pub(crate) use snapshot::TableRestore;
+pub(crate) use snapshot::{ChangedSince, TableRestore};
 
 /// A table's index in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -226,6 +226,13 @@ pub struct Table {
     /// Whether some column's type has a drop fn. Without one, removing a row cannot panic and
     /// needs no unwind guard.
     needs_drop: bool,
+    /// Names the table's rows as they are (which entity in which row, and how many): a new
+    /// value from `next_version` at every change of them, and the value a snapshot recorded
+    /// when one is restored. Two equal versions mean the same rows (values aside, which
+    /// their changed ticks track): what lets a snapshot refresh only the rows written since.
+    version: u64,
+    /// The next fresh version; never goes back, so no two row layouts share a version.
+    next_version: u64,
 }
 
 impl Table {
@@ -265,6 +272,8 @@ impl Table {
             columns: box_slice(ids.iter().map(|&id| TableColumn::new(components, id, config)))?,
             entities: config.column_of::<Entity>(),
             cap: 0,
+            version: 0,
+            next_version: 1,
             needs_drop: ids.iter().any(|&id| components.info(id).drop_fn().is_some()),
         }
         .with_capacity_recorded())
@@ -278,6 +287,29 @@ impl Table {
     /// The smallest capacity over every column.
     fn capacity_now(&self) -> usize {
         self.columns.iter().fold(self.entities.capacity(), |cap, c| cap.min(c.capacity()))
+    }
+
+    /// Marks a change of the rows: a fresh [`Table::version`].
+    #[inline]
+    fn touch(&mut self) {
+        self.version = self.next_version;
+        self.next_version += 1;
+    }
+
+    /// The version of the table's rows: it changes whenever a row is added, removed or moved
+    /// (never when a value is written in place; the changed ticks say that), and a restore
+    /// puts back the one the snapshot recorded.
+    #[inline]
+    pub(crate) fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Restores a version a snapshot recorded ([`Table::version`]); `None`: a fresh one.
+    pub(crate) fn set_version(&mut self, version: Option<u64>) {
+        match version {
+            Some(v) => self.version = v,
+            None => self.touch(),
+        }
     }
 
     /// The number of rows.
@@ -399,6 +431,7 @@ impl Table {
     ///   the table now owns.
     #[inline]
     pub(crate) unsafe fn commit_row(&mut self, entity: Entity, tick: u32) -> usize {
+        self.touch();
         let row = self.len();
         debug_assert!(row < self.cap);
         for column in self.columns.iter_mut() {
@@ -457,6 +490,7 @@ impl Table {
     /// - For every column, the slots of those rows hold valid values of the column's type,
     ///   which the table now owns, and the entity column's slots hold their entities.
     pub(crate) unsafe fn commit_rows(&mut self, n: usize, tick: u32) {
+        self.touch();
         let len = self.len();
         debug_assert!(n <= self.cap - len);
         for column in self.columns.iter_mut() {
@@ -514,6 +548,7 @@ impl Table {
     pub fn swap_remove_and_drop(&mut self, row: usize) -> Option<Entity> {
         let len = self.len();
         assert!(row < len, "row {row} out of bounds (table of {len} rows)");
+        self.touch();
         let swapped_in = (row + 1 < len).then(|| self.entities()[len - 1]);
         if !self.needs_drop {
             for column in self.columns.iter_mut() {
@@ -592,6 +627,7 @@ impl Table {
             "a marked row past the end"
         );
         let count: usize = marks.iter().map(|w| w.count_ones() as usize).sum();
+        self.touch();
         let mut sweep = Sweep { table: self, marks, moved, col: 0, row: 0, compacted: false };
         sweep.run();
         count
@@ -614,6 +650,7 @@ impl Table {
     /// If a component's `Drop` panics, every column is still emptied (each value dropped once)
     /// before the panic continues.
     pub fn clear(&mut self) {
+        self.touch();
         // No user code runs here: the entities and ticks need no drop.
         self.entities.clear();
         for column in self.columns.iter_mut() {

@@ -138,6 +138,13 @@ pub struct World {
     disabling: SmallVec<[TypeId; 2]>,
     /// The types snapshots may copy ([`World::register_snapshot`]).
     snapshots: SnapshotRegistry,
+    /// How far the table ticks' frame has moved from a snapshot's: a restore writes each
+    /// table tick a snapshot kept plus this (see the `world::snapshot` module docs).
+    tick_shift: u32,
+    /// Bumped by whatever changes the world in a way a snapshot's base cannot follow (a
+    /// restore, [`World::check_change_ticks`], a load, [`World::clear`]): a snapshot of an
+    /// older epoch is refilled whole.
+    snapshot_epoch: u64,
     /// The registered relationships and their links ([`crate::relationship`]).
     pub(crate) relationships: crate::relationship::Relationships,
     /// The observers ([`crate::observer`]).
@@ -199,6 +206,8 @@ impl World {
             hooks: Hooks::default(),
             disabling: smallvec::smallvec![TypeId::of::<Disabled>()],
             snapshots: SnapshotRegistry::default(),
+            tick_shift: 0,
+            snapshot_epoch: 0,
             relationships: Default::default(),
             observers: Default::default(),
         };

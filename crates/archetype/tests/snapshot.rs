@@ -432,9 +432,11 @@ fn restored_ticks_keep_their_age() {
         let ticks = world.resource_ticks::<Score>().unwrap();
         world.change_tick().wrapping_sub(ticks.changed)
     };
+    // Taking it advances the world's tick by one: the ages are those it keeps.
+    let snapshot = world.snapshot().unwrap();
     let ages = (age_of(&world), score_age(&world));
     let tick = world.change_tick();
-    let snapshot = world.snapshot().unwrap();
+    assert_eq!(snapshot.change_tick(), tick);
     // Restored at once: the ticks are the same ticks.
     world.restore(&snapshot).unwrap();
     assert_eq!(world.change_tick(), tick);

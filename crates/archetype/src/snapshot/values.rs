@@ -7,11 +7,12 @@
 //! registry under `T`'s `TypeId`; the world calls it only on a column or resource that the
 //! component registry (or the resource map's key) says holds a `T`.
 
+use std::any::Any;
 use std::ptr;
 
 use folio_storage::{Column, StorageError};
 
-use super::ColumnData;
+use super::{ColumnData, ComponentFns};
 use crate::resource::{Resource, ResourceTicks};
 
 /// A column's values, cloned: a `Vec<T>` behind the type's registration.
@@ -21,6 +22,8 @@ pub(crate) trait ClonedValues: Send + Sync {
     /// Clones the values again, for a restore to move into the world. Runs user code (`Clone`),
     /// which may panic: the world is not touched yet then.
     fn stage(&self) -> Box<dyn StagedValues>;
+    /// The values, for a refresh to find its type.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 /// Values cloned for a restore, waiting to move into their column.
@@ -47,6 +50,10 @@ impl<T: Clone + Send + Sync + 'static> ClonedValues for Cloned<T> {
 
     fn stage(&self) -> Box<dyn StagedValues> {
         Box::new(Staged(self.0.clone()))
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
     }
 }
 
@@ -76,15 +83,60 @@ impl<T: 'static> StagedValues for Staged<T> {
     }
 }
 
+/// The snapshot fns of every `Copy` type: its bytes, untyped.
+pub(crate) const COPY_FNS: ComponentFns =
+    ComponentFns { copy: copy_column, refresh: refresh_bytes };
+
+/// The snapshot fns of `Clone` type `T`.
+pub(crate) fn clone_fns<T: Clone + Send + Sync + 'static>() -> ComponentFns {
+    ComponentFns { copy: clone_column::<T>, refresh: refresh_cloned::<T> }
+}
+
+/// [`ComponentFns::refresh`] of a `Copy` type: the rows' bytes.
+///
+/// # Safety
+/// - None beyond the fn pointer's contract (the bytes are copied untyped, and
+///   [`Column::copy_rows_into`] checks the lengths).
+unsafe fn refresh_bytes(column: &Column, out: &mut ColumnData, rows: &[u32]) -> bool {
+    match out {
+        ColumnData::Bytes(bytes) if bytes.len() == column.len() => {
+            column.copy_rows_into(bytes, rows);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// [`ComponentFns::refresh`] of `Clone` type `T`: each row's value cloned over the one kept.
+///
+/// # Safety
+/// - `column` holds `T`s.
+unsafe fn refresh_cloned<T: Clone + Send + Sync + 'static>(
+    column: &Column,
+    out: &mut ColumnData,
+    rows: &[u32],
+) -> bool {
+    let ColumnData::Cloned(values) = out else { return false };
+    let Some(Cloned(kept)) = values.as_any_mut().downcast_mut::<Cloned<T>>() else {
+        return false;
+    };
+    // SAFETY: the column holds `T`s (caller).
+    let values = unsafe { column.as_slice::<T>() };
+    if kept.len() != values.len() {
+        return false;
+    }
+    for &row in rows {
+        kept[row as usize].clone_from(&values[row as usize]);
+    }
+    true
+}
+
 /// [`ComponentFns::copy`](super::ComponentFns) of a `Copy` type: the column's bytes, into
 /// `out`'s buffer when it holds bytes already.
 ///
 /// # Safety
 /// - None beyond the fn pointer's contract (the bytes are copied untyped).
-pub(crate) unsafe fn copy_column(
-    column: &Column,
-    out: &mut ColumnData,
-) -> Result<(), StorageError> {
+unsafe fn copy_column(column: &Column, out: &mut ColumnData) -> Result<(), StorageError> {
     match out {
         ColumnData::Bytes(bytes) => column.copy_bytes_into(bytes),
         ColumnData::Cloned(_) => {
@@ -99,7 +151,7 @@ pub(crate) unsafe fn copy_column(
 ///
 /// # Safety
 /// - `column` holds `T`s.
-pub(crate) unsafe fn clone_column<T: Clone + Send + Sync + 'static>(
+unsafe fn clone_column<T: Clone + Send + Sync + 'static>(
     column: &Column,
     out: &mut ColumnData,
 ) -> Result<(), StorageError> {

@@ -159,6 +159,8 @@ impl Table {
         mut taken: impl FnMut(usize, *mut u8),
         fill: impl FnOnce(&mut Table, usize),
     ) -> MovedRow {
+        self.touch();
+        dst.touch();
         let len = self.len();
         debug_assert!(row < len);
         debug_assert_eq!(map.src_to_dst.len(), self.columns.len());
@@ -251,6 +253,8 @@ impl Table {
         mut taken: impl FnMut(usize, *mut u8),
         fill: impl FnOnce(&mut Table, usize),
     ) -> usize {
+        self.touch();
+        dst.touch();
         let len = self.len();
         debug_assert!(n <= len);
         debug_assert_eq!(map.src_to_dst.len(), self.columns.len());
@@ -328,6 +332,7 @@ impl Table {
     /// - `row == len < cap`; every column's data and tick slots at `row` hold valid values.
     #[inline]
     unsafe fn commit_row_ticks_written(&mut self, entity: Entity, row: usize) {
+        self.touch();
         debug_assert!(row == self.len() && row < self.cap);
         for column in self.columns.iter_mut() {
             // SAFETY: `[0, row + 1)` is initialised in all three columns (caller).

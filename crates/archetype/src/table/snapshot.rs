@@ -29,17 +29,88 @@ impl TableRestore {
     }
 }
 
+/// Which rows a refresh copies: those whose changed tick in the world is newer than `world`
+/// (a tick of the world's current frame) and, for a forked snapshot, those whose changed tick
+/// in the snapshot is newer than `kept` (a tick minus the shift, as the snapshot keeps them).
+#[derive(Clone, Copy)]
+pub(crate) struct ChangedSince {
+    pub(crate) world: u32,
+    pub(crate) kept: Option<u32>,
+    /// The world's tick shift: what is taken off each tick copied.
+    pub(crate) shift: u32,
+}
+
+/// Rows scanned at once for a change before looking at each: a block with none (the usual
+/// case) costs a few vector compares.
+const SCAN_BLOCK: usize = 64;
+
+/// Whether `tick` is newer than `since` (wrapping: within 2^31 ticks either side; an older
+/// tick that reads as newer only makes a row copied that need not be).
+#[inline(always)]
+fn newer(tick: u32, since: u32) -> u32 {
+    u32::from((tick.wrapping_sub(since) as i32) > 0)
+}
+
+/// Whether any tick of `block` is newer than `since`.
+#[inline(always)]
+fn any_newer(block: &[u32], since: u32) -> bool {
+    block.iter().fold(0, |acc, &t| acc | newer(t, since)) != 0
+}
+
+/// Collects into `rows` (cleared first) the rows whose world tick in `world` is newer than
+/// `since.world`, or whose tick in `kept` (as long) is newer than `since.kept`.
+fn changed_rows(
+    world: &[u32],
+    kept: &[u32],
+    since: ChangedSince,
+    rows: &mut Vec<u32>,
+) -> Result<(), StorageError> {
+    rows.clear();
+    debug_assert_eq!(world.len(), kept.len());
+    for (b, block) in world.chunks(SCAN_BLOCK).enumerate() {
+        let start = b * SCAN_BLOCK;
+        let kept = &kept[start..start + block.len()];
+        let in_kept = since.kept.is_some_and(|k| any_newer(kept, k));
+        if !in_kept && !any_newer(block, since.world) {
+            continue;
+        }
+        for (i, (&t, &k)) in block.iter().zip(kept).enumerate() {
+            let changed = newer(t, since.world) | since.kept.map_or(0, |s| newer(k, s));
+            if changed != 0 {
+                if rows.len() == rows.capacity() {
+                    rows.try_reserve(SCAN_BLOCK).map_err(|e| StorageError::alloc(SCAN_BLOCK, e))?;
+                }
+                rows.push((start + i) as u32);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes `out` a copy of `ticks` minus `shift`, reusing its buffer.
+fn copy_ticks(ticks: &[u32], out: &mut Vec<u32>, shift: u32) -> Result<(), StorageError> {
+    if shift == 0 {
+        return try_copy_into(ticks, out);
+    }
+    out.clear();
+    out.try_reserve_exact(ticks.len()).map_err(|e| StorageError::alloc(ticks.len(), e))?;
+    out.extend(ticks.iter().map(|t| t.wrapping_sub(shift)));
+    Ok(())
+}
+
 impl Table {
     /// Copies the rows into `out`, reusing its buffers: `copy` copies each data column (given
-    /// its component id) into the place given.
+    /// its component id) into the place given; the ticks are kept minus `shift`.
     pub(crate) fn snapshot_into<E>(
         &self,
         out: &mut TableSnapshot,
+        shift: u32,
         mut copy: impl FnMut(ComponentId, &Column, &mut ColumnData) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<StorageError>,
     {
+        out.version = self.version();
         self.entities.copy_bytes_into(&mut out.entities)?;
         let n = if self.is_empty() { 0 } else { self.columns.len() };
         out.columns.truncate(n);
@@ -49,10 +120,50 @@ impl Table {
         for ((&id, column), saved) in self.ids.iter().zip(self.columns.iter()).zip(&mut out.columns)
         {
             copy(id, &column.data, &mut saved.data)?;
-            try_copy_into(column.added_ticks(), &mut saved.added)?;
-            try_copy_into(column.changed_ticks(), &mut saved.changed)?;
+            copy_ticks(column.added_ticks(), &mut saved.added, shift)?;
+            copy_ticks(column.changed_ticks(), &mut saved.changed, shift)?;
         }
         Ok(())
+    }
+
+    /// Brings `out`, a copy of this table taken at the same [`Table::version`] (so of the
+    /// same rows), up to date: in each column, the rows `since` names have their value
+    /// copied by `refresh` (given the component id, the column, the kept values and the
+    /// rows) and their ticks copied minus `since.shift`. `rows` is scratch. Returns the bytes
+    /// copied as plain data.
+    pub(crate) fn refresh_into<E>(
+        &self,
+        out: &mut TableSnapshot,
+        since: ChangedSince,
+        rows: &mut Vec<u32>,
+        mut refresh: impl FnMut(ComponentId, &Column, &mut ColumnData, &[u32]) -> Result<(), E>,
+    ) -> Result<usize, E>
+    where
+        E: From<StorageError>,
+    {
+        debug_assert_eq!(out.version, self.version());
+        debug_assert_eq!(out.entities.len(), self.len());
+        if self.is_empty() {
+            return Ok(0);
+        }
+        debug_assert_eq!(out.columns.len(), self.columns.len());
+        let mut bytes = 0;
+        for ((&id, column), saved) in self.ids.iter().zip(self.columns.iter()).zip(&mut out.columns)
+        {
+            changed_rows(column.changed_ticks(), &saved.changed, since, rows)?;
+            if rows.is_empty() {
+                continue;
+            }
+            refresh(id, &column.data, &mut saved.data, rows)?;
+            let (added, changed) = (column.added_ticks(), column.changed_ticks());
+            for &row in rows.iter() {
+                let row = row as usize;
+                saved.added[row] = added[row].wrapping_sub(since.shift);
+                saved.changed[row] = changed[row].wrapping_sub(since.shift);
+            }
+            bytes += rows.len() * (column.data.item_layout().size() + 2 * size_of::<u32>());
+        }
+        Ok(bytes)
     }
 
     /// Makes room for restoring `snapshot` (`None`: emptying the table): every column's

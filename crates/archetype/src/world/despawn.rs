@@ -256,6 +256,9 @@ impl World {
     /// entities stay reserved).
     pub fn try_clear(&mut self) -> Result<(), EntityError> {
         self.try_flush()?;
+        // The allocator is reset with no archetype left to record it: snapshots taken before
+        // are refilled whole.
+        self.snapshot_epoch += 1;
         if self.removals.any() {
             let Self { archetypes, removals, .. } = self;
             removals.try_reserve_by(|index| {

@@ -72,6 +72,9 @@ impl World {
         mode: LoadMode,
     ) -> Result<EntityMap, LoadError> {
         let SavedWorld { entities: state, columns, resources } = saved;
+        // A load may put back an allocator state no archetype records: snapshots taken
+        // before are refilled whole.
+        self.snapshot_epoch += 1;
         let saved_ids: Vec<Entity> = state
             .alive
             .iter()

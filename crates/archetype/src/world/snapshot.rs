@@ -31,10 +31,10 @@ use super::World;
 use crate::component::{Component, ComponentId};
 use crate::resource::Resource;
 use crate::snapshot::{
-    ColumnData, ResourceSnapshot, Snapshot, SnapshotError, SparseSnapshot, StagedValues,
+    Base, ColumnData, ResourceSnapshot, Snapshot, SnapshotError, SparseSnapshot, StagedValues,
     TableSnapshot,
 };
-use crate::table::TableRestore;
+use crate::table::{ChangedSince, TableRestore};
 use crate::unwind::for_each_finishing;
 
 impl World {
@@ -68,21 +68,45 @@ impl World {
     ///
     /// `Copy` components registered with [`World::register_snapshot_copy`] cost one `memcpy`
     /// per column; those registered with [`World::register_snapshot`] are cloned. A game that
-    /// snapshots every frame reuses its snapshots' buffers with [`World::snapshot_into`].
+    /// snapshots every frame reuses its snapshots' buffers with [`World::snapshot_into`], which
+    /// also copies only what changed since (a [`SnapshotRing`] does both for it).
+    ///
+    /// Taking a snapshot advances the world's change tick by one (as
+    /// [`World::increment_change_tick`]), so every write made after it is newer than every
+    /// write it holds; nothing else in the world changes.
     ///
     /// # Errors
     /// [`SnapshotError::NotRegistered`] naming the first component (with values in the world)
     /// or resource whose type is not registered; [`SnapshotError::Storage`] when memory for
     /// the copy is refused. The world is never changed.
+    ///
+    /// [`SnapshotRing`]: crate::SnapshotRing
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
         let mut out = Snapshot::new();
         self.snapshot_into(&mut out)?;
         Ok(out)
     }
 
-    /// [`World::snapshot`] into `out`, reusing its buffers: once a snapshot has held a world
-    /// of this size, taking another into it allocates nothing for `Copy` columns, ticks and
-    /// entity metadata (cloned columns and resources are cloned anew).
+    /// [`World::snapshot`] into `out`, reusing its buffers, and incremental: when `out` holds
+    /// an earlier snapshot of this world (taken with `snapshot_into` or [`World::snapshot`],
+    /// and not made stale since by a [`World::restore`], [`World::check_change_ticks`], a load
+    /// or [`World::clear`]), only what changed since is copied:
+    ///
+    /// - in each table whose rows were not added, removed or moved since, only the rows
+    ///   whose changed tick is newer than `out`'s (values written through
+    ///   [`World::get_mut`], a query's `&mut T`, an insert that replaces a value), found by a
+    ///   vectorised scan of the changed ticks; a table whose rows changed is copied whole;
+    /// - the entity allocator only if an entity was spawned, despawned or moved (or reserved);
+    /// - sparse sets and resources whole, every time.
+    ///
+    /// The result is the same snapshot a whole copy makes (restoring either gives the same
+    /// world). A value written with change detection bypassed (a query's
+    /// `Mut::bypass_change_detection`) is not seen as changed: write with change detection
+    /// between snapshots that must see the write.
+    ///
+    /// Once a snapshot has held a world of this size, taking another into it allocates
+    /// nothing for `Copy` columns, ticks and entity metadata (cloned columns and resources are
+    /// cloned anew when copied whole).
     ///
     /// # Errors
     /// As [`World::snapshot`]. On [`SnapshotError::NotRegistered`] `out` is unchanged (the
@@ -90,10 +114,20 @@ impl World {
     /// left holding no whole world, and restoring it is [`SnapshotError::Incomplete`].
     pub fn snapshot_into(&self, out: &mut Snapshot) -> Result<(), SnapshotError> {
         self.check_snapshot_types()?;
+        let base =
+            out.base.filter(|b| out.world == Some(self.id) && b.epoch == self.snapshot_epoch);
         out.world = None;
-        let result = self.fill_snapshot(out);
+        out.base = None;
+        // Every write from here on is stamped later than `since`.
+        let since = self.increment_change_tick();
+        let result = self.fill_snapshot(out, base);
         if result.is_ok() {
             out.world = Some(self.id);
+            out.base = Some(Base {
+                epoch: self.snapshot_epoch,
+                since: since.wrapping_sub(self.tick_shift),
+                forked: false,
+            });
         }
         result
     }
@@ -124,8 +158,10 @@ impl World {
         Ok(())
     }
 
-    /// Copies everything into `out` (whose types [`Self::check_snapshot_types`] checked).
-    fn fill_snapshot(&self, out: &mut Snapshot) -> Result<(), SnapshotError> {
+    /// Copies everything into `out` (whose types [`Self::check_snapshot_types`] checked): only
+    /// what changed since `base` when it is `Some` (`out` holds a copy of this world it
+    /// describes).
+    fn fill_snapshot(&self, out: &mut Snapshot, base: Option<Base>) -> Result<(), SnapshotError> {
         let copy_column = |id: ComponentId, column: &Column, data: &mut ColumnData| {
             let info = self.components.info(id);
             let fns = self.snapshots.components.get(&info.type_id());
@@ -135,15 +171,72 @@ impl World {
             // one `fns` was registered for.
             unsafe { (fns.copy)(column, data) }.map_err(SnapshotError::Storage)
         };
+        let refresh_column =
+            |id: ComponentId, column: &Column, data: &mut ColumnData, rows: &[u32]| {
+                let info = self.components.info(id);
+                let fns = self.snapshots.components.get(&info.type_id());
+                let fns = fns
+                    .ok_or(SnapshotError::NotRegistered { name: info.name(), kind: "component" })?;
+                // SAFETY: the column is of component `id`, whose type is `info.type_id()`'s: the
+                // one `fns` was registered for. `data` was copied from it at the same table
+                // version, so at its current length, and `rows` are below it (`refresh_into`).
+                if unsafe { (fns.refresh)(column, data, rows) } {
+                    return Ok(());
+                }
+                copy_column(id, column, data)
+            };
+        let shift = self.tick_shift;
         out.tick = self.change_tick();
-        self.entities.snapshot_into(&mut out.entities)?;
+        out.shift = shift;
+        out.incremental = base.is_some();
+        let mut bytes = 0;
+        // Archetype versions change with every spawn, despawn and move, and reservations show
+        // in the allocator's counts: with neither, its metas are as `out` holds them.
+        let same_archetypes = base.is_some()
+            && out.archetype_versions.len() == self.archetypes.len()
+            && self.archetypes.iter().zip(&out.archetype_versions).all(|(a, &v)| a.version() == v)
+            && out.entities.same_counts(&self.entities);
+        if !same_archetypes {
+            self.entities.snapshot_into(&mut out.entities)?;
+            bytes += out.entities.indices() * 16;
+        }
+        let changed = base.map(|b| ChangedSince {
+            world: b.since.wrapping_add(shift),
+            kept: b.forked.then_some(b.since),
+            shift,
+        });
         resize(&mut out.tables, self.tables.len())?;
-        for (table, saved) in self.tables.iter().zip(&mut out.tables) {
-            table.snapshot_into(saved, copy_column)?;
+        let known_tables = if base.is_some() { out.tables.len().min(self.tables.len()) } else { 0 };
+        for (i, (table, saved)) in self.tables.iter().zip(&mut out.tables).enumerate() {
+            match changed {
+                // A table made since `base` was taken has a default (version 0) entry: as the
+                // table's version 0 is its empty start, refreshing it is right too.
+                Some(changed) if i < known_tables && saved.version == table.version() => {
+                    bytes += table.refresh_into(saved, changed, &mut out.rows, refresh_column)?;
+                }
+                _ => {
+                    table.snapshot_into(saved, shift, copy_column)?;
+                    bytes += saved.entities.byte_len()
+                        + saved
+                            .columns
+                            .iter()
+                            .map(|c| match &c.data {
+                                ColumnData::Bytes(b) => b.byte_len() + 8 * b.len(),
+                                ColumnData::Cloned(v) => 8 * v.len(),
+                            })
+                            .sum::<usize>();
+                }
+            }
         }
         resize(&mut out.archetypes, self.archetypes.len())?;
-        for (archetype, saved) in self.archetypes.iter().zip(&mut out.archetypes) {
-            archetype.snapshot_entities_into(saved)?;
+        resize(&mut out.archetype_versions, self.archetypes.len())?;
+        for ((archetype, saved), version) in
+            self.archetypes.iter().zip(&mut out.archetypes).zip(&mut out.archetype_versions)
+        {
+            if base.is_none() || *version != archetype.version() {
+                archetype.snapshot_entities_into(saved)?;
+                *version = archetype.version();
+            }
         }
         resize(&mut out.sparse_sets, self.sparse_sets.len())?;
         for (index, (set, saved)) in self.sparse_sets.iter().zip(&mut out.sparse_sets).enumerate() {
@@ -170,6 +263,7 @@ impl World {
             let value = unsafe { (fns.clone)(resource) };
             out.resources.push(ResourceSnapshot { type_id, ticks: resource.ticks(), value });
         }
+        out.filled_bytes = bytes;
         Ok(())
     }
 
@@ -205,6 +299,8 @@ impl World {
             Some(_) => {}
         }
         let tick_delta = self.change_tick().wrapping_sub(snapshot.tick);
+        // Table ticks were kept minus the snapshot's shift.
+        let table_delta = tick_delta.wrapping_add(snapshot.shift);
 
         // 1. Stage: the clones, before anything changes.
         let mut staged_tables = try_vec(self.tables.len())?;
@@ -275,7 +371,10 @@ impl World {
             //   are of types registered as `Copy` (`ComponentFns::copy` of a `Copy`
             //   registration is the only maker of bytes), and `staged` holds, by column, the
             //   clones of its cloned columns, made from it by `stage_columns`.
-            unsafe { table.restore_unchecked(snapshot.tables.get(i), staged, restore, tick_delta) };
+            unsafe {
+                table.restore_unchecked(snapshot.tables.get(i), staged, restore, table_delta)
+            };
+            table.set_version(snapshot.tables.get(i).map(|t| t.version));
         }
         for (i, archetype) in self.archetypes.iter_mut().enumerate() {
             let (len, list) = match snapshot.archetypes.get(i) {
@@ -285,6 +384,12 @@ impl World {
             };
             let table = self.tables[archetype.table_id().index()].entities();
             archetype.restore_entities(len, list, table);
+            // An archetype that keeps a list now but did not then is not as the snapshot
+            // recorded it (the list is new): a fresh version, so no snapshot takes its entry
+            // (with no list) for its current one.
+            let recorded = snapshot.archetype_versions.get(i).copied();
+            let same = list.is_some() || !archetype.is_listed();
+            archetype.set_version(recorded.filter(|_| same));
         }
         for (i, ((set, grave), staged)) in
             self.sparse_sets.iter_mut().zip(&mut set_graves).zip(staged_sets).enumerate()
@@ -310,6 +415,10 @@ impl World {
                 old_resources.push(old);
             }
         }
+        // The table ticks' frame is now the snapshot's, moved by `table_delta`; snapshots
+        // taken before are stale unless a ring says otherwise.
+        self.tick_shift = table_delta;
+        self.snapshot_epoch += 1;
         // Relationship links are the world's bookkeeping, not a resource: made again from
         // the restored collections.
         self.rebuild_relationship_links();

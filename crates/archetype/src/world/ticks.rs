@@ -14,6 +14,12 @@ impl World {
         self.change_tick.load(Ordering::Relaxed)
     }
 
+    /// The snapshot epoch (see `World::snapshot_epoch`'s field docs): what a
+    /// [`SnapshotRing`](crate::SnapshotRing) compares its slots against.
+    pub(crate) fn snapshot_epoch(&self) -> u64 {
+        self.snapshot_epoch
+    }
+
     /// Hands out the current tick for one run of a query or system and advances the world's
     /// tick past it, so every write made after the run is newer than every write made during
     /// it. Takes `&self` (an atomic), so parallel systems can each take their own tick.
@@ -56,6 +62,8 @@ impl World {
     /// [`MAX_CHANGE_AGE`]: crate::MAX_CHANGE_AGE
     pub fn check_change_ticks(&mut self) {
         let now = self.change_tick();
+        // Clamping rewrites ticks without a change: snapshots taken before are refilled whole.
+        self.snapshot_epoch += 1;
         self.checked_total = self.absolute_tick(now);
         self.checked_at = now;
         let clamp = |ticks: &mut [u32]| ticks.iter_mut().for_each(|t| clamp_tick(t, now));

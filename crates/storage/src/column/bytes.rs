@@ -85,6 +85,35 @@ impl Column {
         Ok(())
     }
 
+    /// Copies the items at `rows` into the same rows of `out`, which holds a copy of this
+    /// column of the same length (from [`Column::copy_bytes_into`], the other rows possibly
+    /// older): how a snapshot refreshes only the rows written since it was taken.
+    ///
+    /// # Panics
+    /// When `out` does not hold as many items as the column, of its size, or a row is out of
+    /// bounds: `out` must be a copy of this column, taken while it had its current length.
+    #[track_caller]
+    pub fn copy_rows_into(&self, out: &mut ColumnBytes, rows: &[u32]) {
+        let size = self.item_layout().size();
+        assert!(
+            out.len == self.len && out.bytes.len() == self.len * size,
+            "copy_rows_into: `out` is not a copy of this column at its current length; copy \
+             the whole column with `copy_bytes_into` first"
+        );
+        let src = self.as_ptr().as_ptr().cast::<MaybeUninit<u8>>();
+        let dst = out.bytes.as_mut_ptr();
+        for &row in rows {
+            let row = row as usize;
+            assert!(row < self.len, "copy_rows_into: row {row} out of {} rows", self.len);
+            // SAFETY:
+            // - `row < len`: the source is item `row`, `size` bytes inside the column's
+            //   buffer; the destination is the same `size` bytes of `out`'s `len * size`.
+            // - `out` is its own heap block, apart from the column's buffer; bytes are copied
+            //   untyped into `MaybeUninit<u8>`s, padding as it is.
+            unsafe { ptr::copy_nonoverlapping(src.add(row * size), dst.add(row * size), size) };
+        }
+    }
+
     /// [`Column::copy_bytes_into`] a new [`ColumnBytes`].
     ///
     /// # Errors

@@ -29,6 +29,18 @@ impl EntitiesSnapshot {
     pub fn alive(&self) -> usize {
         self.len
     }
+
+    /// Whether `entities` has the counts it had when this was taken: as many indices, live
+    /// entities, free indices (takeable or not) and pending reservations. Equal counts do not
+    /// prove equal metas; the layer above knows, from its own bookkeeping, that no entity was
+    /// allocated, freed or moved since, and checks with this that no reservation was made.
+    pub fn same_counts(&self, entities: &Entities) -> bool {
+        self.metas.len() == entities.metas.column.len()
+            && self.free.len() == entities.free.len()
+            && self.free_len == entities.free_len
+            && self.reserved == entities.reserved_len()
+            && self.len == entities.len
+    }
 }
 
 impl Entities {
