@@ -81,6 +81,12 @@ fn transforms_propagate_incrementally_and_match_a_full_walk() {
 }
 
 #[test]
+fn rollback_matches_the_run_without_rollback() {
+    let out = stdout(&run("rollback", &[]));
+    assert!(out.contains("every frame matches the run without rollback"), "{out}");
+}
+
+#[test]
 fn arena_runs_and_draws_its_final_world() {
     let svg = std::env::temp_dir().join(format!("folio-arena-test-{}.svg", std::process::id()));
     let out =
