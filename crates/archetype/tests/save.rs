@@ -458,18 +458,51 @@ fn truncated_json_and_other_versions_are_refused() {
     for cut in [1, json.len() / 3, json.len() / 2, json.len() - 1] {
         expect_error(&json[..cut]);
     }
-    let err = expect_error(&json.replacen("\"version\":1", "\"version\":2", 1));
-    assert!(matches!(err, LoadError::Version { found: 2 }), "{err}");
+    let err = expect_error(&json.replacen("\"version\":2", "\"version\":1", 1));
+    assert!(matches!(err, LoadError::Version { found: 1 }), "{err}");
 }
 
 #[test]
-fn a_row_of_an_entity_the_save_does_not_hold_alive_is_refused() {
+fn an_entity_the_saved_allocator_does_not_hold_alive_is_refused() {
     let registry = registry();
     let mut world = new_world();
     world.spawn((Health(1),));
-    let json = to_json(&world, &registry).replace("[[0,1],1]", "[[5,1],1]");
-    let err = expect_error(&json);
-    assert!(matches!(err, LoadError::Row { name: "health", twice: false, .. }), "{err}");
+    let json = to_json(&world, &registry);
+    assert!(json.contains("{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}"), "{json}");
+    // Past the saved indices, and at another generation than the saved allocator's.
+    for entity in ["[5,1]", "[0,2]"] {
+        let err = expect_error(&json.replace("\"entities\":[[0,1]]", &format!("\"entities\":[{entity}]")));
+        assert!(matches!(err, LoadError::Entity { twice: false, .. }), "{err}");
+    }
+    // Listed twice, in one archetype or in two.
+    let err = expect_error(&json.replace(
+        "{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}",
+        "{\"entities\":[[0,1],[0,1]],\"columns\":[[\"health\",[1,1]]]}",
+    ));
+    assert!(matches!(err, LoadError::Entity { twice: true, .. }), "{err}");
+    let group = "{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}";
+    let err = expect_error(&json.replace(group, &format!("{group},{group}")));
+    assert!(matches!(err, LoadError::Entity { twice: true, .. }), "{err}");
+}
+
+#[test]
+fn a_column_of_another_length_than_its_archetype_is_refused() {
+    let registry = registry();
+    let mut world = new_world();
+    world.spawn((Health(1),));
+    let json = to_json(&world, &registry);
+    for values in ["[]", "[1,2]"] {
+        let err = expect_error(&json.replace("[\"health\",[1]]", &format!("[\"health\",{values}]")));
+        assert!(matches!(err, LoadError::Value { name: "health", .. }), "{err}");
+    }
+    // A component listed twice in one archetype.
+    let err = expect_error(&json.replace("[\"health\",[1]]", "[\"health\",[1]],[\"health\",[2]]"));
+    assert!(matches!(&err, LoadError::DuplicateName { name } if name == "health"), "{err}");
+    // The columns before the entities they belong to.
+    let err = expect_error(
+        &json.replace("{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}", "{\"columns\":[[\"health\",[1]]],\"entities\":[[0,1]]}"),
+    );
+    assert!(matches!(err, LoadError::Format(_)), "{err}");
 }
 
 #[test]
@@ -478,13 +511,15 @@ fn an_inconsistent_allocator_state_is_refused() {
     let mut world = new_world();
     world.spawn((Health(1),));
     let json = to_json(&world, &registry);
-    assert!(json.contains("\"entities\":[[1],[0],[],0,0]"), "{json}");
-    let err = expect_error(
-        &json.replace("\"entities\":[[1],[0],[],0,0]", "\"entities\":[[1],[0],[0],1,0]"),
-    );
+    assert!(json.contains("\"entities\":[[1],[],0,0]"), "{json}");
+    // The alive index also free.
+    let err = expect_error(&json.replace("\"entities\":[[1],[],0,0]", "\"entities\":[[1],[0],1,0]"));
+    assert!(matches!(err, LoadError::Entities(_)), "{err}");
+    // An index neither alive, free nor retired.
+    let err = expect_error(&json.replace("\"entities\":[[1],[],0,0]", "\"entities\":[[1,1],[],0,0]"));
     assert!(matches!(err, LoadError::Entities(_)), "{err}");
     // More pending reservations than the allocator has ids: refused by a restore.
-    let json = json.replace("[[1],[0],[],0,0]", "[[1],[0],[],0,99999999999]");
+    let json = json.replace("[[1],[],0,0]", "[[1],[],0,99999999999]");
     let mut fresh = new_world();
     let before = snapshot(&fresh);
     let err = load_json(&mut fresh, &registry, &json).unwrap_err();
