@@ -10,15 +10,18 @@ use folio_storage::Entity;
 /// itself; a [`LoadMode::Remap`](crate::LoadMode::Remap) load to the new ids.
 ///
 /// Saved ids are dense (a save's indices run from 0 to its allocator's index count), so the
-/// map is a table by saved index, with a hash map beside it for ids far past the others and
-/// for a second generation of an index already held.
+/// map is a table by saved index (the saved generation, and the new id unless every id maps to
+/// itself), with a hash map beside it for ids far past the others and for a second generation
+/// of an index already held.
 #[derive(Clone, Debug, Default)]
 pub struct EntityMap {
-    /// By saved index: `(saved, new)`.
-    dense: Vec<Option<(Entity, Entity)>>,
+    /// By saved index: the saved generation, 0 where no id of that index is held.
+    generations: Vec<u32>,
+    /// By saved index: the new id; empty while every id held maps to itself.
+    targets: Vec<Option<Entity>>,
     /// The pairs the table does not hold.
     sparse: AHashMap<Entity, Entity>,
-    /// How many pairs `dense` holds.
+    /// How many pairs the table holds.
     dense_len: usize,
 }
 
@@ -34,35 +37,61 @@ impl EntityMap {
 
     /// An empty map whose table holds saved indices below `indices` without growing.
     pub(crate) fn with_indices(indices: usize) -> Result<Self, folio_storage::StorageError> {
-        let mut dense = crate::try_alloc::vec_with_capacity(indices)?;
-        dense.resize(indices, None);
-        Ok(Self { dense, ..Self::default() })
+        let mut generations = crate::try_alloc::vec_with_capacity(indices)?;
+        generations.resize(indices, 0);
+        Ok(Self { generations, ..Self::default() })
     }
 
     /// Records that saved id `from` is `to` in the target world.
     pub fn insert(&mut self, from: Entity, to: Entity) {
         let index = from.index() as usize;
-        if index >= self.dense.len() && index < (2 * self.len()).max(self.dense.len()) + DENSE_SLACK
-        {
-            self.dense.resize(index + 1, None);
-        }
-        match self.dense.get_mut(index) {
-            Some(slot @ None) => {
-                *slot = Some((from, to));
-                self.dense_len += 1;
+        let len = self.generations.len();
+        if index >= len && index < (2 * self.len()).max(len) + DENSE_SLACK {
+            self.generations.resize(index + 1, 0);
+            if !self.targets.is_empty() {
+                self.targets.resize(index + 1, None);
             }
-            Some(Some((held, new))) if *held == from => *new = to,
+        }
+        let generation = from.generation().get();
+        match self.generations.get(index).copied() {
+            Some(held) if held == 0 || held == generation => {
+                if held == 0 {
+                    self.generations[index] = generation;
+                    self.dense_len += 1;
+                }
+                if self.targets.is_empty() && to != from {
+                    self.make_targets();
+                }
+                if let Some(target) = self.targets.get_mut(index) {
+                    *target = Some(to);
+                }
+            }
             _ => {
                 self.sparse.insert(from, to);
             }
         }
     }
 
+    /// Makes the table of new ids, every id held so far mapping to itself.
+    #[cold]
+    fn make_targets(&mut self) {
+        self.targets = (0..self.generations.len()).map(|i| self.saved(i)).collect();
+    }
+
+    /// The saved id the table holds at `index`.
+    fn saved(&self, index: usize) -> Option<Entity> {
+        let generation = u64::from(*self.generations.get(index)?);
+        Entity::from_bits(generation << 32 | index as u64)
+    }
+
     /// The id saved id `from` got, if the save held it alive.
     #[inline]
     pub fn get(&self, from: Entity) -> Option<Entity> {
-        match self.dense.get(from.index() as usize) {
-            Some(Some((held, to))) if *held == from => Some(*to),
+        let index = from.index() as usize;
+        match self.generations.get(index) {
+            Some(&held) if held == from.generation().get() => {
+                Some(self.targets.get(index).map_or(from, |to| to.expect("held")))
+            }
             _ if self.sparse.is_empty() => None,
             _ => self.sparse.get(&from).copied(),
         }
@@ -87,7 +116,11 @@ impl EntityMap {
 
     /// Every `(saved, new)` pair, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (Entity, Entity)> + '_ {
-        self.dense.iter().flatten().copied().chain(self.sparse.iter().map(|(&from, &to)| (from, to)))
+        let dense = (0..self.generations.len()).filter_map(|i| {
+            let from = self.saved(i)?;
+            Some((from, self.targets.get(i).map_or(from, |to| to.expect("held"))))
+        });
+        dense.chain(self.sparse.iter().map(|(&from, &to)| (from, to)))
     }
 }
 

@@ -10,7 +10,7 @@ use crate::bundle::ComponentIds;
 use crate::component::{Component, ComponentId, StorageType};
 use crate::error::{ComponentError, EntityError};
 use crate::hooks::HookFlags;
-use crate::save::read::StagedGroup;
+use crate::save::read::{StagedColumn, StagedGroup};
 use crate::save::{EntityMap, LoadError, SaveRegistry, SavedWorld};
 use crate::try_alloc::{small_vec, vec_with_capacity};
 
@@ -75,7 +75,7 @@ impl World {
         saved: SavedWorld,
         mode: LoadMode,
     ) -> Result<EntityMap, LoadError> {
-        let SavedWorld { entities: state, groups, resources } = saved;
+        let SavedWorld { entities: mut state, mut groups, resources } = saved;
         if mode != LoadMode::Restore {
             // Before `before`: an undo puts back the allocator as it was after this flush.
             self.try_flush()?;
@@ -95,24 +95,24 @@ impl World {
             self.register_builtin_relationships(&sorted);
             targets.push((self.archetype_for(sorted)?, ids));
         }
-        self.reserve_rows(groups.iter().map(|g| g.entities.len()).zip(targets.iter().map(|t| t.0)))?;
-
-        let total = groups.iter().map(|g| g.entities.len()).sum();
-        let mut loaded: Vec<Entity> = vec_with_capacity(total)?;
+        let rows = groups.iter().map(|g| g.entities.len());
+        self.reserve_rows(rows.zip(targets.iter().map(|t| t.0)))?;
         let mut mapped = Vec::new();
-        // The ids: every saved entity alive in the allocator, not yet placed.
+        let mut placed_ids: Vec<Vec<Entity>> = vec_with_capacity(groups.len())?;
+
+        // The ids: every saved entity alive in the allocator, not yet placed. Each group's
+        // `entities` then holds the ids its entities get.
         let mut map = EntityMap::with_indices(state.generations.len()).map_err(EntityError::from)?;
-        let placed = match mode {
+        let (reserved, takeable) = (state.reserved, state.takeable);
+        let allocated = match mode {
             LoadMode::Restore => {
                 // Reservations are made pending after the entities are placed.
-                let placing =
-                    EntitiesState { takeable: state.free.len(), reserved: 0, ..state.clone() };
-                self.entities.try_restore_state(&placing).map_err(|e| match e {
+                (state.reserved, state.takeable) = (0, state.free.len());
+                self.entities.try_restore_state(&state).map_err(|e| match e {
                     EntitiesStateError::Storage(e) => LoadError::World(EntityError::Storage(e)),
                     e => LoadError::Entities(e),
                 })?;
-                let all = groups.iter().flat_map(|g| &g.entities);
-                all.for_each(|&e| map.insert(e, e));
+                groups.iter().flat_map(|g| &g.entities).for_each(|&e| map.insert(e, e));
                 Ok(())
             }
             LoadMode::KeepIds => groups.iter().flat_map(|g| &g.entities).try_for_each(|&e| {
@@ -120,14 +120,18 @@ impl World {
                 map.insert(e, e);
                 Ok(())
             }),
-            LoadMode::Remap => groups.iter().flat_map(|g| &g.entities).try_for_each(|&e| {
-                let new = self.entities.try_alloc().map_err(EntityError::from)?;
-                map.insert(e, new);
-                Ok(())
-            }),
+            LoadMode::Remap => {
+                groups.iter_mut().flat_map(|g| &mut g.entities).try_for_each(|e| {
+                    let new = self.entities.try_alloc().map_err(EntityError::from)?;
+                    map.insert(*e, new);
+                    *e = new;
+                    Ok(())
+                })
+            }
         };
-        let placed = placed.and_then(|()| self.reserve_sparse_entries(&groups, &targets, &map));
-        if let Err(e) = placed {
+        let allocated =
+            allocated.and_then(|()| self.reserve_sparse_entries(&groups, &targets));
+        if let Err(e) = allocated {
             // No entity is placed yet: the allocator as it was is the world as it was.
             self.restore_allocator(&before);
             return Err(e);
@@ -136,28 +140,28 @@ impl World {
         // Nothing fails from here: every row, entry and id is in place.
         let tick = self.change_tick();
         for (group, (archetype, ids)) in groups.into_iter().zip(&targets) {
-            let start = loaded.len();
-            loaded.extend(group.entities.iter().map(|&e| map.get(e).expect("mapped above")));
-            for column in &group.columns {
+            let StagedGroup { entities, columns } = group;
+            for column in &columns {
                 if let Some(map_fn) = column.map.filter(|_| mode == LoadMode::Remap) {
-                    mapped.push((map_fn, start..loaded.len()));
+                    mapped.push((map_fn, placed_ids.len()));
                 }
             }
-            self.place_loaded(*archetype, ids, group, &loaded[start..], tick);
+            self.place_loaded(*archetype, ids, columns, &entities, tick);
+            placed_ids.push(entities);
         }
-        for (map_fn, rows) in mapped {
-            for &entity in &loaded[rows] {
+        for (map_fn, group) in mapped {
+            for &entity in &placed_ids[group] {
                 map_fn(self, entity, &map);
             }
         }
-        for &entity in &loaded {
-            if self.entity_has_hooks(entity, HookFlags::SPAWN) {
-                self.after_spawn(entity);
+        for ((archetype, _), entities) in targets.iter().zip(&placed_ids) {
+            if self.archetypes[archetype.index()].hook_flags() & HookFlags::SPAWN != 0 {
+                entities.iter().for_each(|&entity| self.after_spawn(entity));
             }
         }
 
         if mode == LoadMode::Restore
-            && let Err(e) = self.entities.try_set_reserved(state.reserved, state.takeable)
+            && let Err(e) = self.entities.try_set_reserved(reserved, takeable)
         {
             // Checked above; a hook that reserved ids during the load is the one way here.
             self.undo_load(&map, mode, &before);
@@ -234,14 +238,12 @@ impl World {
         &mut self,
         groups: &[StagedGroup],
         targets: &[(ArchetypeId, ComponentIds)],
-        map: &EntityMap,
     ) -> Result<(), LoadError> {
         for (group, (archetype, _)) in groups.iter().zip(targets) {
             let arch = &self.archetypes[archetype.index()];
             for c in arch.sparse_components() {
                 let set = self.sparse_sets[c.index()].as_mut().expect("made with the archetype");
-                for &saved in &group.entities {
-                    let entity = map.get(saved).expect("mapped");
+                for &entity in &group.entities {
                     set.try_reserve_entity(entity).map_err(EntityError::from)?;
                 }
             }
@@ -250,15 +252,15 @@ impl World {
     }
 
     /// Places `entities` (alive, not yet placed) in `archetype`, whose components are `ids`
-    /// (in `group`'s column order), with `group`'s values: each table column's values moved
-    /// in as one block, each sparse value inserted.
+    /// (in the order of `columns`), with the values of `columns`: each table column's values
+    /// moved in as one block, each sparse value inserted.
     ///
     /// Room for the rows, list entries and sparse entries was reserved.
     fn place_loaded(
         &mut self,
         archetype: ArchetypeId,
         ids: &[ComponentId],
-        group: StagedGroup,
+        columns: Vec<StagedColumn>,
         entities: &[Entity],
         tick: u32,
     ) {
@@ -273,7 +275,7 @@ impl World {
             std::ptr::copy_nonoverlapping(entities.as_ptr(), table.entity_base().add(start), n);
         }
         let mut sparse = Vec::new();
-        for (column, &id) in group.columns.into_iter().zip(ids) {
+        for (column, &id) in columns.into_iter().zip(ids) {
             match table.column_index(id) {
                 Some(col) => {
                     let size = self.components.info(id).layout().size();
