@@ -65,8 +65,7 @@ struct HecsContext {
 
 impl hecs::serialize::column::SerializeContext for HecsContext {
     fn component_count(&self, archetype: &hecs::Archetype) -> usize {
-        let saved =
-            [TypeId::of::<Position>(), TypeId::of::<Velocity>(), TypeId::of::<Health>()];
+        let saved = [TypeId::of::<Position>(), TypeId::of::<Velocity>(), TypeId::of::<Health>()];
         archetype.component_types().filter(|t| saved.contains(t)).count()
     }
 
@@ -122,8 +121,12 @@ impl hecs::serialize::column::DeserializeContext for HecsContext {
         use hecs::serialize::column::deserialize_column;
         for &id in &self.ids {
             match id {
-                HecsId::Position => deserialize_column::<Position, _>(entity_count, &mut seq, batch),
-                HecsId::Velocity => deserialize_column::<Velocity, _>(entity_count, &mut seq, batch),
+                HecsId::Position => {
+                    deserialize_column::<Position, _>(entity_count, &mut seq, batch)
+                }
+                HecsId::Velocity => {
+                    deserialize_column::<Velocity, _>(entity_count, &mut seq, batch)
+                }
                 HecsId::Health => deserialize_column::<Health, _>(entity_count, &mut seq, batch),
             }?;
         }

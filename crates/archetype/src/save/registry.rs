@@ -98,7 +98,8 @@ pub(crate) struct ComponentFns {
     /// (the count, then each value).
     pub(crate) encode: fn(&World, ArchetypeId, ComponentId, &mut Vec<u8>) -> postcard::Result<()>,
     /// Reads a column of exactly `n` values written by `column`.
-    pub(crate) read: fn(&mut dyn ErasedDeserializer<'_>, usize) -> ReadResult<Box<dyn StagedValues>>,
+    pub(crate) read:
+        fn(&mut dyn ErasedDeserializer<'_>, usize) -> ReadResult<Box<dyn StagedValues>>,
     /// Reads a column of exactly `n` values written by `encode`, every byte of it.
     pub(crate) decode: fn(&[u8], usize) -> postcard::Result<Box<dyn StagedValues>>,
     /// Maps the ids held by `entity`'s value; `None` for a type registered without entities.
@@ -123,7 +124,12 @@ pub(crate) trait StagedValues: Send {
     /// # Safety
     /// `set` holds values of the type, has room for `entities` (reserved entries and pages),
     /// and `entities.len() == len()`.
-    unsafe fn insert_into(self: Box<Self>, set: &mut ComponentSparseSet, entities: &[Entity], tick: u32);
+    unsafe fn insert_into(
+        self: Box<Self>,
+        set: &mut ComponentSparseSet,
+        entities: &[Entity],
+        tick: u32,
+    );
 }
 
 /// A resource read from a save, not yet in any world.
@@ -151,7 +157,12 @@ impl<T: Component> StagedValues for Vec<T> {
         }
     }
 
-    unsafe fn insert_into(mut self: Box<Self>, set: &mut ComponentSparseSet, entities: &[Entity], tick: u32) {
+    unsafe fn insert_into(
+        mut self: Box<Self>,
+        set: &mut ComponentSparseSet,
+        entities: &[Entity],
+        tick: u32,
+    ) {
         debug_assert_eq!(self.len(), entities.len());
         let n = self.len();
         // SAFETY: ownership of the values passes to the set one by one below; the vector
@@ -225,7 +236,9 @@ impl<'w, T: Component> ColumnValues<'w, T> {
     fn for_each<E>(&self, mut f: impl FnMut(&T) -> Result<(), E>) -> Result<(), E> {
         match self {
             Self::Slice(slice) => slice.iter().try_for_each(f),
-            Self::Rows(slice, rows) => rows.iter().try_for_each(|row| f(&slice[row.table_row as usize])),
+            Self::Rows(slice, rows) => {
+                rows.iter().try_for_each(|row| f(&slice[row.table_row as usize]))
+            }
             Self::Sparse(set, rows) => rows.iter().try_for_each(|row| {
                 let ptr = set.get(row.entity).expect("the archetype's entity has the component");
                 // SAFETY: the set holds `T`s (`id` is `T`'s); the value lives while the world
@@ -263,6 +276,9 @@ fn encode<T: Component + Serialize>(
     out: &mut Vec<u8>,
 ) -> postcard::Result<()> {
     let values = ColumnValues::<T>::new(world, archetype, id);
+    // Room for the values at their in-memory size (about their encoded size), so the buffer
+    // does not grow by doubling, each step a copy of what was written.
+    out.reserve(values.len().saturating_mul(size_of::<T>()).saturating_add(16));
     postcard::to_extend(&values, std::mem::take(out)).map(|written| *out = written)
 }
 

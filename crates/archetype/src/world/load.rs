@@ -102,7 +102,8 @@ impl World {
 
         // The ids: every saved entity alive in the allocator, not yet placed. Each group's
         // `entities` then holds the ids its entities get.
-        let mut map = EntityMap::with_indices(state.generations.len()).map_err(EntityError::from)?;
+        let mut map =
+            EntityMap::with_indices(state.generations.len()).map_err(EntityError::from)?;
         let (reserved, takeable) = (state.reserved, state.takeable);
         let allocated = match mode {
             LoadMode::Restore => {
@@ -120,17 +121,14 @@ impl World {
                 map.insert(e, e);
                 Ok(())
             }),
-            LoadMode::Remap => {
-                groups.iter_mut().flat_map(|g| &mut g.entities).try_for_each(|e| {
-                    let new = self.entities.try_alloc().map_err(EntityError::from)?;
-                    map.insert(*e, new);
-                    *e = new;
-                    Ok(())
-                })
-            }
+            LoadMode::Remap => groups.iter_mut().flat_map(|g| &mut g.entities).try_for_each(|e| {
+                let new = self.entities.try_alloc().map_err(EntityError::from)?;
+                map.insert(*e, new);
+                *e = new;
+                Ok(())
+            }),
         };
-        let allocated =
-            allocated.and_then(|()| self.reserve_sparse_entries(&groups, &targets));
+        let allocated = allocated.and_then(|()| self.reserve_sparse_entries(&groups, &targets));
         if let Err(e) = allocated {
             // No entity is placed yet: the allocator as it was is the world as it was.
             self.restore_allocator(&before);

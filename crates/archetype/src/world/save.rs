@@ -126,13 +126,25 @@ struct EntitiesPart<'s, 'a>(&'s WorldSave<'a>);
 impl Serialize for EntitiesPart<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let entities = &self.0.world.entities;
-        let state = entities.state();
         let mut tuple = serializer.serialize_tuple(4)?;
-        tuple.serialize_element(&state.generations)?;
-        tuple.serialize_element(&state.free)?;
-        tuple.serialize_element(&(state.takeable as u64))?;
-        tuple.serialize_element(&(state.reserved as u64))?;
+        tuple.serialize_element(&Seq(|| entities.generations()))?;
+        tuple.serialize_element(&Seq(|| entities.free_indices()))?;
+        tuple.serialize_element(&(entities.takeable() as u64))?;
+        tuple.serialize_element(&(entities.reserved_len() as u64))?;
         tuple.end()
+    }
+}
+
+/// The items of the iterator `.0()` makes, as a sequence.
+struct Seq<F>(F);
+
+impl<F, I> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: ExactSizeIterator<Item: Serialize>,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((self.0)())
     }
 }
 
