@@ -72,6 +72,9 @@ pub(crate) struct Entry {
 /// What an erased read returns.
 type ReadResult<T> = Result<T, erased_serde::Error>;
 
+/// A column's values as read, not yet in any world.
+pub(crate) type Staged = Box<dyn StagedValues>;
+
 /// The type-erased functions of one registered type.
 pub(crate) enum Fns {
     /// A component type.
@@ -101,7 +104,7 @@ pub(crate) struct ComponentFns {
     pub(crate) read:
         fn(&mut dyn ErasedDeserializer<'_>, usize) -> ReadResult<Box<dyn StagedValues>>,
     /// Reads a column of exactly `n` values written by `encode`, every byte of it.
-    pub(crate) decode: fn(&[u8], usize) -> postcard::Result<Box<dyn StagedValues>>,
+    pub(crate) decode: fn(&[u8], usize) -> postcard::Result<Staged>,
     /// Maps the ids held by `entity`'s value; `None` for a type registered without entities.
     pub(crate) map: Option<fn(&mut World, Entity, &EntityMap)>,
 }
@@ -336,7 +339,7 @@ fn read_column<T: Component + DeserializeOwned>(
 fn decode_column<T: Component + DeserializeOwned>(
     bytes: &[u8],
     n: usize,
-) -> postcard::Result<Box<dyn StagedValues>> {
+) -> postcard::Result<Staged> {
     let mut deserializer = postcard::Deserializer::from_bytes(bytes);
     let values = Exactly::<T> { n, marker: PhantomData }.deserialize(&mut deserializer)?;
     if !deserializer.finalize()?.is_empty() {

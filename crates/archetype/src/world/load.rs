@@ -53,23 +53,25 @@ impl World {
     }
 
     /// Puts a save read by [`SaveRegistry::read`] into this world, in `mode`: spawns its
-    /// entities, inserts their components (as inserts do, running hooks, stamped with the
-    /// current change tick) and inserts its resources (replacing any of the same type).
-    /// Returns the ids the saved entities got.
+    /// entities with their components (each saved archetype's columns moved into the target
+    /// archetype's table as blocks, stamped with the current change tick), maps the ids held
+    /// by components registered with entities (for [`LoadMode::Remap`]), runs each loaded
+    /// entity's `on_add` and `on_insert` hooks as a spawn does, and inserts the save's
+    /// resources (replacing any of the same type). Returns the ids the saved entities got.
     ///
-    /// Everything that can be checked is checked before the world changes. Hooks run on the
-    /// load's inserts as on any; a hook that spawns or despawns during a restore changes the
-    /// ids the restored world hands out next.
+    /// Everything that can be checked is checked, and room for every row reserved, before the
+    /// world changes. A hook that spawns or despawns during a restore changes the ids the
+    /// restored world hands out next.
     ///
     /// # Errors
     /// [`LoadError::NotEmpty`] for a restore into a world with entities;
     /// [`LoadError::IdNotFree`] when a saved id is alive, reserved, retired or stale in the
     /// target ([`LoadMode::KeepIds`]); [`LoadError::Entities`] when the saved allocator state
     /// does not fit this world's allocator; the world is unchanged then.
-    /// [`LoadError::World`] when memory runs out part way: what the load spawned is despawned
-    /// again and the allocator put back, so the world is as it was (but for the flush of
-    /// reserved entities that a load with [`LoadMode::KeepIds`] or [`LoadMode::Remap`] makes
-    /// first, as every structural change does).
+    /// [`LoadError::World`] when memory runs out before any entity is placed: the allocator
+    /// is put back, so the world is as it was (but for the flush of reserved entities that a
+    /// load with [`LoadMode::KeepIds`] or [`LoadMode::Remap`] makes first, as every
+    /// structural change does, and for the room reserved).
     pub fn load_saved(
         &mut self,
         saved: SavedWorld,
