@@ -1,7 +1,8 @@
 //! cargo-fuzz target: feeds the input, as postcard bytes (or as edits of a valid save, so the
-//! fuzzer reaches past the header at once), to a save load into an empty world (a restore) and
-//! into a world with entities (new ids). A load must never panic; a refused one
-//! must leave the world as it was; an accepted one must leave it consistent.
+//! fuzzer reaches past the header at once, and into the column byte strings each component's
+//! own decoder reads), to a save load into an empty world (a restore), into a world with
+//! entities (new ids) and into that world at the saved ids. A load must never panic; a refused
+//! one must leave the world as it was; an accepted one must leave it consistent.
 //!
 //! ```sh
 //! cargo +nightly fuzz run load_save -- -max_total_time=60
@@ -12,7 +13,7 @@
 use std::sync::OnceLock;
 
 use folio::World;
-use folio::archetype::{Entity, EntityMap, MapEntities, SaveRegistry, StorageType};
+use folio::archetype::{Entity, EntityMap, LoadMode, MapEntities, SaveRegistry, StorageType};
 use libfuzzer_sys::fuzz_target;
 use serde::{Deserialize, Serialize};
 
@@ -111,5 +112,15 @@ fuzz_target!(|data: &[u8]| {
             Ok(_) => world.check_invariants(),
             Err(_) => assert_eq!(observe(&world), before),
         }
+    }
+    // At the saved ids, beside the busy world's own entities.
+    let mut world = world(true);
+    let before = observe(&world);
+    let loaded = registry
+        .read(&mut postcard::Deserializer::from_bytes(&bytes))
+        .and_then(|saved| world.load_saved(saved, LoadMode::KeepIds));
+    match loaded {
+        Ok(_) => world.check_invariants(),
+        Err(_) => assert_eq!(observe(&world), before),
     }
 });

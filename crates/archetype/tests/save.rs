@@ -458,18 +458,55 @@ fn truncated_json_and_other_versions_are_refused() {
     for cut in [1, json.len() / 3, json.len() / 2, json.len() - 1] {
         expect_error(&json[..cut]);
     }
-    let err = expect_error(&json.replacen("\"version\":1", "\"version\":2", 1));
-    assert!(matches!(err, LoadError::Version { found: 2 }), "{err}");
+    let err = expect_error(&json.replacen("\"version\":2", "\"version\":1", 1));
+    assert!(matches!(err, LoadError::Version { found: 1 }), "{err}");
 }
 
 #[test]
-fn a_row_of_an_entity_the_save_does_not_hold_alive_is_refused() {
+fn an_entity_the_saved_allocator_does_not_hold_alive_is_refused() {
     let registry = registry();
     let mut world = new_world();
     world.spawn((Health(1),));
-    let json = to_json(&world, &registry).replace("[[0,1],1]", "[[5,1],1]");
-    let err = expect_error(&json);
-    assert!(matches!(err, LoadError::Row { name: "health", twice: false, .. }), "{err}");
+    let json = to_json(&world, &registry);
+    assert!(json.contains("{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}"), "{json}");
+    // Past the saved indices, and at another generation than the saved allocator's.
+    for entity in ["[5,1]", "[0,2]"] {
+        let err = expect_error(
+            &json.replace("\"entities\":[[0,1]]", &format!("\"entities\":[{entity}]")),
+        );
+        assert!(matches!(err, LoadError::Entity { twice: false, .. }), "{err}");
+    }
+    // Listed twice, in one archetype or in two.
+    let err = expect_error(&json.replace(
+        "{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}",
+        "{\"entities\":[[0,1],[0,1]],\"columns\":[[\"health\",[1,1]]]}",
+    ));
+    assert!(matches!(err, LoadError::Entity { twice: true, .. }), "{err}");
+    let group = "{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}";
+    let err = expect_error(&json.replace(group, &format!("{group},{group}")));
+    assert!(matches!(err, LoadError::Entity { twice: true, .. }), "{err}");
+}
+
+#[test]
+fn a_column_of_another_length_than_its_archetype_is_refused() {
+    let registry = registry();
+    let mut world = new_world();
+    world.spawn((Health(1),));
+    let json = to_json(&world, &registry);
+    for values in ["[]", "[1,2]"] {
+        let err =
+            expect_error(&json.replace("[\"health\",[1]]", &format!("[\"health\",{values}]")));
+        assert!(matches!(err, LoadError::Value { name: "health", .. }), "{err}");
+    }
+    // A component listed twice in one archetype.
+    let err = expect_error(&json.replace("[\"health\",[1]]", "[\"health\",[1]],[\"health\",[2]]"));
+    assert!(matches!(&err, LoadError::DuplicateName { name } if name == "health"), "{err}");
+    // The columns before the entities they belong to.
+    let err = expect_error(&json.replace(
+        "{\"entities\":[[0,1]],\"columns\":[[\"health\",[1]]]}",
+        "{\"columns\":[[\"health\",[1]]],\"entities\":[[0,1]]}",
+    ));
+    assert!(matches!(err, LoadError::Format(_)), "{err}");
 }
 
 #[test]
@@ -478,18 +515,126 @@ fn an_inconsistent_allocator_state_is_refused() {
     let mut world = new_world();
     world.spawn((Health(1),));
     let json = to_json(&world, &registry);
-    assert!(json.contains("\"entities\":[[1],[0],[],0,0]"), "{json}");
-    let err = expect_error(
-        &json.replace("\"entities\":[[1],[0],[],0,0]", "\"entities\":[[1],[0],[0],1,0]"),
-    );
+    assert!(json.contains("\"entities\":[[1],[],0,0]"), "{json}");
+    // The alive index also free.
+    let err =
+        expect_error(&json.replace("\"entities\":[[1],[],0,0]", "\"entities\":[[1],[0],1,0]"));
+    assert!(matches!(err, LoadError::Entities(_)), "{err}");
+    // An index neither alive, free nor retired.
+    let err =
+        expect_error(&json.replace("\"entities\":[[1],[],0,0]", "\"entities\":[[1,1],[],0,0]"));
     assert!(matches!(err, LoadError::Entities(_)), "{err}");
     // More pending reservations than the allocator has ids: refused by a restore.
-    let json = json.replace("[[1],[0],[],0,0]", "[[1],[0],[],0,99999999999]");
+    let json = json.replace("[[1],[],0,0]", "[[1],[],0,99999999999]");
     let mut fresh = new_world();
     let before = snapshot(&fresh);
     let err = load_json(&mut fresh, &registry, &json).unwrap_err();
     assert!(matches!(err, LoadError::Entities(_)), "{err}");
     assert_eq!(snapshot(&fresh), before);
+}
+
+/// A postcard save of one archetype, written field by field as the format lays it out: the
+/// allocator of `generations` (nothing free, nothing reserved), the archetype's `entities` and
+/// one column per `(name, bytes)`. (In postcard a byte string and a `Vec<u8>` read alike.)
+fn postcard_save(generations: &[u32], entities: &[Entity], columns: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    type Entities = (Vec<u32>, Vec<u32>, u64, u64);
+    type Archetype = (Vec<Entity>, Vec<(String, Vec<u8>)>);
+    let columns = columns.iter().map(|(name, bytes)| (name.to_string(), bytes.clone())).collect();
+    let save: (u32, Entities, Vec<Archetype>, Vec<()>) = (
+        folio_archetype::save::SAVE_VERSION,
+        (generations.to_vec(), Vec::new(), 0, 0),
+        vec![(entities.to_vec(), columns)],
+        Vec::new(),
+    );
+    postcard::to_allocvec(&save).unwrap()
+}
+
+#[test]
+fn a_binary_column_is_one_byte_string_read_to_its_exact_length() {
+    let registry = registry();
+    let mut world = new_world();
+    let e = world.spawn((Health(7),));
+    let health = |values: &[Health]| postcard::to_allocvec(values).unwrap();
+    // The layout as documented: what a save writes.
+    let valid = postcard_save(&[1], &[e], &[("health", health(&[Health(7)]))]);
+    assert_eq!(to_postcard(&world, &registry), valid);
+
+    let expect_postcard_error = |bytes: &[u8]| {
+        let mut errors = Vec::new();
+        for mut target in [new_world(), without_skipped(sample())] {
+            let before = snapshot(&target);
+            errors.push(load_postcard(&mut target, &registry, bytes).unwrap_err());
+            assert_eq!(snapshot(&target), before);
+            target.check_invariants();
+        }
+        errors.remove(0)
+    };
+    // More values than entities, fewer, and a byte past the last value.
+    for bad in [health(&[Health(7), Health(8)]), health(&[]), {
+        let mut bytes = health(&[Health(7)]);
+        bytes.push(0);
+        bytes
+    }] {
+        let err = expect_postcard_error(&postcard_save(&[1], &[e], &[("health", bad)]));
+        assert!(matches!(err, LoadError::Value { name: "health", .. }), "{err}");
+    }
+    // A column of a zero-sized type that claims billions of values is refused before any is
+    // read (it would otherwise take as long as it claims).
+    let mut player = Vec::new();
+    let huge: u64 = 1 << 40;
+    player.extend(postcard::to_allocvec(&huge).unwrap());
+    let bad = postcard_save(&[1], &[e], &[("health", health(&[Health(7)])), ("player", player)]);
+    let err = expect_postcard_error(&bad);
+    assert!(matches!(err, LoadError::Value { name: "player", .. }), "{err}");
+    // The valid save still loads, into a world with entities too (new ids).
+    let mut busy = without_skipped(sample());
+    let map = load_postcard(&mut busy, &registry, &valid).unwrap();
+    assert_eq!(busy.get::<Health>(map.get(e).unwrap()), Some(&Health(7)));
+}
+
+#[test]
+fn an_entity_map_holds_saved_ids_by_index_and_strays_beside() {
+    let mut map = EntityMap::new();
+    assert!(map.is_empty());
+    // Ids that map to themselves.
+    for index in 0..4 {
+        map.insert(id(index, 1), id(index, 1));
+    }
+    assert_eq!(map.get(id(2, 1)), Some(id(2, 1)));
+    assert_eq!(map.get(id(2, 2)), None, "another generation of a held index");
+    assert_eq!(map.get(id(9, 1)), None);
+    // A remapped id, an index far past the others, a second generation of a held index.
+    map.insert(id(4, 3), id(100, 1));
+    map.insert(id(4_000_000, 1), id(101, 1));
+    map.insert(id(2, 2), id(102, 1));
+    assert_eq!(map.get(id(4, 3)), Some(id(100, 1)));
+    assert_eq!(map.get(id(4_000_000, 1)), Some(id(101, 1)));
+    assert_eq!(map.get(id(2, 2)), Some(id(102, 1)));
+    assert_eq!(map.get(id(2, 1)), Some(id(2, 1)), "earlier ids still map to themselves");
+    assert_eq!(map.map(id(5, 1)), Entity::PLACEHOLDER);
+    // Inserting a held id again replaces its target.
+    map.insert(id(0, 1), id(103, 1));
+    assert_eq!(map.get(id(0, 1)), Some(id(103, 1)));
+    assert_eq!(map.len(), 7);
+    let mut pairs: Vec<_> = map.iter().collect();
+    pairs.sort();
+    let mut expected = vec![
+        (id(0, 1), id(103, 1)),
+        (id(1, 1), id(1, 1)),
+        (id(2, 1), id(2, 1)),
+        (id(3, 1), id(3, 1)),
+        (id(4, 3), id(100, 1)),
+        (id(4_000_000, 1), id(101, 1)),
+        (id(2, 2), id(102, 1)),
+    ];
+    expected.sort();
+    assert_eq!(pairs, expected);
+    // Equal to a map built in another order, however it holds the pairs.
+    let mut other = EntityMap::new();
+    expected.iter().rev().for_each(|&(from, to)| other.insert(from, to));
+    assert_eq!(map, other);
+    other.insert(id(3, 1), id(104, 1));
+    assert_ne!(map, other);
 }
 
 /// A small xorshift, so the fuzz loop is the same on every run.

@@ -48,13 +48,12 @@ pub enum LoadError {
     },
     /// The saved entity allocator state breaks its rules.
     Entities(EntitiesStateError),
-    /// A component row of an entity the save does not hold alive, or of one entity twice.
-    Row {
-        /// The component's registered name.
-        name: &'static str,
-        /// The entity of the row.
+    /// An archetype lists an entity the saved allocator does not hold alive at that
+    /// generation, or the archetypes list one entity twice.
+    Entity {
+        /// The entity.
         entity: Entity,
-        /// Whether the entity is listed twice (else: not alive in the save).
+        /// Whether the entity is listed twice (else: not alive in the saved allocator).
         twice: bool,
     },
     /// A restore ([`LoadMode::Restore`](crate::LoadMode::Restore)) needs a world with no
@@ -92,13 +91,13 @@ impl fmt::Display for LoadError {
                 write!(f, "a value of \"{name}\" does not read as {type_name}: {message}")
             }
             Self::Entities(e) => write!(f, "the saved entities are inconsistent: {e}"),
-            Self::Row { name, entity, twice: true } => {
-                write!(f, "component \"{name}\" lists entity {entity} twice")
+            Self::Entity { entity, twice: true } => {
+                write!(f, "the saved archetypes list entity {entity} twice")
             }
-            Self::Row { name, entity, twice: false } => write!(
+            Self::Entity { entity, twice: false } => write!(
                 f,
-                "component \"{name}\" has a row for entity {entity}, which the save does not \
-                 hold alive"
+                "a saved archetype lists entity {entity}, which the saved allocator does not \
+                 hold alive at that generation"
             ),
             Self::NotEmpty { entities } => write!(
                 f,
@@ -128,5 +127,11 @@ impl From<EntityError> for LoadError {
             EntityError::IdNotFree(e) => Self::IdNotFree(e),
             e => Self::World(e),
         }
+    }
+}
+
+impl From<folio_storage::StorageError> for LoadError {
+    fn from(e: folio_storage::StorageError) -> Self {
+        Self::World(EntityError::Storage(e))
     }
 }

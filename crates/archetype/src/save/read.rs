@@ -1,36 +1,62 @@
 //! Reading a save into a staging area: [`SaveRegistry::read`] and [`LoadSeed`] make a
 //! [`SavedWorld`], checked but not yet in any world.
 //!
-//! The save is a struct of four fields, `version`, `entities`, `components` and `resources`
+//! The save is a struct of four fields, `version`, `entities`, `archetypes` and `resources`
 //! (read as a map from a self-describing format such as JSON, as a sequence from a compact
-//! one such as postcard). `entities` is the tuple `(generations, alive, free, takeable,
-//! reserved)` of [`EntitiesState`]; `components` a sequence of `(name, [(entity, value)])`;
-//! `resources` a sequence of `(name, value)`.
+//! one such as postcard). `entities` is the tuple `(generations, free, takeable, reserved)` of
+//! [`EntitiesState`] (the alive indices are the archetypes' entities); `archetypes` a sequence
+//! of `{entities, columns}`, `columns` a sequence of `(name, values)`; `resources` a sequence
+//! of `(name, value)`. A column's values are a sequence in a self-describing format, and one
+//! byte string in postcard's encoding in a compact one (see the [`save`](crate::save) module).
 
 use std::cell::RefCell;
 use std::fmt;
 use std::num::NonZeroU32;
 
-use ahash::AHashSet;
 use erased_serde::Deserializer as ErasedDeserializer;
 use folio_storage::{EntitiesState, Entity};
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 
 use super::SAVE_VERSION;
+use super::entity_map::EntityMap;
 use super::error::LoadError;
-use super::registry::{Entry, Fns, SaveRegistry, StagedColumn, StagedResource};
+use super::registry::{ComponentFns, Entry, Fns, SaveRegistry, StagedResource, StagedValues};
+use crate::component::ComponentId;
+use crate::error::ComponentError;
+use crate::world::World;
 
 /// A save read and checked, not yet in any world: what [`World::load_saved`] puts into one.
 ///
 /// [`World::load_saved`]: crate::World::load_saved
 pub struct SavedWorld {
-    /// The saved allocator; `alive` in the order entities are placed back.
+    /// The saved allocator; `alive` in the order entities are placed back (archetype by
+    /// archetype, each in row order).
     pub(crate) entities: EntitiesState,
-    /// Each registered component's column, in the save's order, with its name.
-    pub(crate) columns: Vec<(&'static str, StagedColumn)>,
+    /// Each saved archetype, in the save's order.
+    pub(crate) groups: Vec<StagedGroup>,
     /// Each resource, in the save's order.
     pub(crate) resources: Vec<Box<dyn StagedResource>>,
+}
+
+/// One saved archetype: its entities and a column of values per registered component.
+pub(crate) struct StagedGroup {
+    /// The saved id of each row.
+    pub(crate) entities: Vec<Entity>,
+    /// One column per component, each with a value per row.
+    pub(crate) columns: Vec<StagedColumn>,
+}
+
+/// One component's values in a [`StagedGroup`].
+pub(crate) struct StagedColumn {
+    /// The component's registered name.
+    pub(crate) name: &'static str,
+    /// The type's component id in a world (registering it).
+    pub(crate) id: fn(&mut World) -> Result<ComponentId, ComponentError>,
+    /// How an entity's value maps the ids it holds, if it holds any.
+    pub(crate) map: Option<fn(&mut World, Entity, &EntityMap)>,
+    /// The values, in row order.
+    pub(crate) values: Box<dyn StagedValues>,
 }
 
 impl SavedWorld {
@@ -57,38 +83,18 @@ impl SavedWorld {
     pub fn entities_state(&self) -> &EntitiesState {
         &self.entities
     }
-
-    /// Checks that every row is of an entity alive in the save, once per column.
-    fn check_rows(&self) -> Result<(), LoadError> {
-        let state = &self.entities;
-        let mut alive = vec![false; state.generations.len()];
-        for &index in &state.alive {
-            alive[index as usize] = true;
-        }
-        let mut seen = AHashSet::default();
-        for (name, column) in &self.columns {
-            seen.clear();
-            for &entity in &column.entities {
-                let index = entity.index() as usize;
-                let is_alive = alive.get(index).copied().unwrap_or(false)
-                    && state.generations[index] == entity.generation();
-                if !is_alive {
-                    return Err(LoadError::Row { name, entity, twice: false });
-                }
-                if !seen.insert(entity) {
-                    return Err(LoadError::Row { name, entity, twice: true });
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 impl fmt::Debug for SavedWorld {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<&str> =
+            self.groups.iter().flat_map(|g| g.columns.iter().map(|c| c.name)).collect();
+        names.sort_unstable();
+        names.dedup();
         f.debug_struct("SavedWorld")
             .field("entities", &self.entities.alive.len())
-            .field("components", &self.columns.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("archetypes", &self.groups.len())
+            .field("components", &names)
             .field("resources", &self.resources.len())
             .finish()
     }
@@ -102,7 +108,7 @@ impl SaveRegistry {
     /// # Errors
     /// A [`LoadError`] naming what is wrong: the format's own error (truncated or corrupted
     /// data), a version, name or value the registry cannot read, an inconsistent allocator
-    /// state, a row of an entity the save does not hold alive.
+    /// state, an entity the saved allocator does not hold alive.
     pub fn read<'de, D: Deserializer<'de>>(
         &self,
         deserializer: D,
@@ -159,29 +165,34 @@ impl SaveSeed<'_> {
         e
     }
 
-    /// The save's four parts, checked.
+    /// The save's four parts, checked: every archetype's entity alive in the saved allocator
+    /// at its generation, and listed once; the allocator's own rules.
     fn finish<E: de::Error>(
         &self,
         version: Option<u32>,
-        entities: Option<EntitiesState>,
-        columns: Option<Vec<(&'static str, StagedColumn)>>,
+        entities: Option<RawEntities>,
+        groups: Option<Vec<StagedGroup>>,
         resources: Option<Vec<Box<dyn StagedResource>>>,
     ) -> Result<SavedWorld, E> {
         let _ = version.ok_or_else(|| E::missing_field("version"))?;
-        let entities = entities.ok_or_else(|| E::missing_field("entities"))?;
-        let columns = columns.ok_or_else(|| E::missing_field("components"))?;
+        let (generations, free, takeable, reserved) =
+            entities.ok_or_else(|| E::missing_field("entities"))?;
+        let groups = groups.ok_or_else(|| E::missing_field("archetypes"))?;
         let resources = resources.ok_or_else(|| E::missing_field("resources"))?;
-        let saved = SavedWorld { entities, columns, resources };
-        saved.check_rows().map_err(|e| self.fail(e))?;
-        Ok(saved)
-    }
-
-    fn version<E: de::Error>(&self, found: u32) -> Result<u32, E> {
-        if found == SAVE_VERSION { Ok(found) } else { Err(self.fail(LoadError::Version { found })) }
-    }
-
-    fn entities<E: de::Error>(&self, raw: RawEntities) -> Result<EntitiesState, E> {
-        let (generations, alive, free, takeable, reserved) = raw;
+        let total = groups.iter().map(|g| g.entities.len()).sum();
+        let mut alive = crate::try_alloc::vec_with_capacity(total)
+            .map_err(|e| E::custom(format_args!("cannot hold the entities: {e}")))?;
+        let mut listed = vec![false; generations.len()];
+        for &entity in groups.iter().flat_map(|g| &g.entities) {
+            let index = entity.index() as usize;
+            if generations.get(index) != Some(&entity.generation()) {
+                return Err(self.fail(LoadError::Entity { entity, twice: false }));
+            }
+            if std::mem::replace(&mut listed[index], true) {
+                return Err(self.fail(LoadError::Entity { entity, twice: true }));
+            }
+            alive.push(entity.index());
+        }
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let state = EntitiesState {
             generations,
@@ -191,14 +202,18 @@ impl SaveSeed<'_> {
             reserved: to_usize(reserved),
         };
         state.check().map_err(|e| self.fail(LoadError::Entities(e)))?;
-        Ok(state)
+        Ok(SavedWorld { entities: state, groups, resources })
+    }
+
+    fn version<E: de::Error>(&self, found: u32) -> Result<u32, E> {
+        if found == SAVE_VERSION { Ok(found) } else { Err(self.fail(LoadError::Version { found })) }
     }
 }
 
-/// The `entities` field as written: `(generations, alive, free, takeable, reserved)`.
-type RawEntities = (Vec<NonZeroU32>, Vec<u32>, Vec<u32>, u64, u64);
+/// The `entities` field as written: `(generations, free, takeable, reserved)`.
+type RawEntities = (Vec<NonZeroU32>, Vec<u32>, u64, u64);
 
-const FIELDS: &[&str] = &["version", "entities", "components", "resources"];
+const FIELDS: &[&str] = &["version", "entities", "archetypes", "resources"];
 
 impl<'de> DeserializeSeed<'de> for SaveSeed<'_> {
     type Value = SavedWorld;
@@ -212,55 +227,144 @@ impl<'de> Visitor<'de> for SaveSeed<'_> {
     type Value = SavedWorld;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a folio save (version, entities, components, resources)")
+        f.write_str("a folio save (version, entities, archetypes, resources)")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SavedWorld, A::Error> {
         let missing = |i, this: &Self| de::Error::invalid_length(i, this);
         let version: u32 = seq.next_element()?.ok_or_else(|| missing(0, &self))?;
         self.version::<A::Error>(version)?;
-        let raw: RawEntities = seq.next_element()?.ok_or_else(|| missing(1, &self))?;
-        let entities = self.entities(raw)?;
-        let columns =
-            seq.next_element_seed(Columns { seed: &self })?.ok_or_else(|| missing(2, &self))?;
+        let entities: RawEntities = seq.next_element()?.ok_or_else(|| missing(1, &self))?;
+        let groups =
+            seq.next_element_seed(Groups { seed: &self })?.ok_or_else(|| missing(2, &self))?;
         let resources =
             seq.next_element_seed(Resources { seed: &self })?.ok_or_else(|| missing(3, &self))?;
-        self.finish(Some(version), Some(entities), Some(columns), Some(resources))
+        self.finish(Some(version), Some(entities), Some(groups), Some(resources))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SavedWorld, A::Error> {
-        let (mut version, mut entities, mut columns, mut resources) = (None, None, None, None);
+        let (mut version, mut entities, mut groups, mut resources) = (None, None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "version" if version.is_none() => {
                     version = Some(self.version(map.next_value()?)?);
                 }
                 "entities" if entities.is_none() => {
-                    entities = Some(self.entities(map.next_value()?)?);
+                    entities = Some(map.next_value()?);
                 }
-                "components" if columns.is_none() => {
-                    columns = Some(map.next_value_seed(Columns { seed: &self })?);
+                "archetypes" if groups.is_none() => {
+                    groups = Some(map.next_value_seed(Groups { seed: &self })?);
                 }
                 "resources" if resources.is_none() => {
                     resources = Some(map.next_value_seed(Resources { seed: &self })?);
                 }
-                "version" | "entities" | "components" | "resources" => {
+                "version" | "entities" | "archetypes" | "resources" => {
                     return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
                 }
                 _ => return Err(de::Error::unknown_field(&key, FIELDS)),
             }
         }
-        self.finish(version, entities, columns, resources)
+        self.finish(version, entities, groups, resources)
     }
 }
 
-/// The `components` field: a sequence of `(name, rows)`.
-struct Columns<'s, 'a> {
+/// The `archetypes` field: a sequence of [`Group`]s.
+struct Groups<'s, 'a> {
     seed: &'s SaveSeed<'a>,
 }
 
+impl<'de> DeserializeSeed<'de> for Groups<'_, '_> {
+    type Value = Vec<StagedGroup>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Groups<'_, '_> {
+    type Value = Vec<StagedGroup>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence of archetypes (entities, columns)")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut groups = Vec::new();
+        while let Some(group) = seq.next_element_seed(Group { seed: self.seed })? {
+            groups.push(group);
+        }
+        Ok(groups)
+    }
+}
+
+const GROUP_FIELDS: &[&str] = &["entities", "columns"];
+
+/// One archetype: `{entities, columns}`, the entities first (a column is read knowing how
+/// many values it holds).
+struct Group<'s, 'a> {
+    seed: &'s SaveSeed<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Group<'_, '_> {
+    type Value = StagedGroup;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<StagedGroup, D::Error> {
+        deserializer.deserialize_struct("Archetype", GROUP_FIELDS, self)
+    }
+}
+
+impl<'de> Visitor<'de> for Group<'_, '_> {
+    type Value = StagedGroup;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an archetype (entities, columns)")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StagedGroup, A::Error> {
+        let entities: Vec<Entity> =
+            seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let columns = seq
+            .next_element_seed(Columns { seed: self.seed, rows: entities.len() })?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        Ok(StagedGroup { entities, columns })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StagedGroup, A::Error> {
+        let mut entities: Option<Vec<Entity>> = None;
+        let mut columns = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "entities" if entities.is_none() => {
+                    entities = Some(map.next_value()?);
+                }
+                "columns" if columns.is_none() => {
+                    let Some(rows) = entities.as_ref().map(Vec::len) else {
+                        return Err(de::Error::custom(
+                            "an archetype's `entities` must come before its `columns`",
+                        ));
+                    };
+                    columns = Some(map.next_value_seed(Columns { seed: self.seed, rows })?);
+                }
+                "entities" | "columns" => {
+                    return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                _ => return Err(de::Error::unknown_field(&key, GROUP_FIELDS)),
+            }
+        }
+        let entities = entities.ok_or_else(|| de::Error::missing_field("entities"))?;
+        let columns = columns.ok_or_else(|| de::Error::missing_field("columns"))?;
+        Ok(StagedGroup { entities, columns })
+    }
+}
+
+/// An archetype's `columns`: a sequence of `(name, values)`, each of `rows` values.
+struct Columns<'s, 'a> {
+    seed: &'s SaveSeed<'a>,
+    rows: usize,
+}
+
 impl<'de> DeserializeSeed<'de> for Columns<'_, '_> {
-    type Value = Vec<(&'static str, StagedColumn)>;
+    type Value = Vec<StagedColumn>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_seq(self)
@@ -268,24 +372,24 @@ impl<'de> DeserializeSeed<'de> for Columns<'_, '_> {
 }
 
 impl<'de> Visitor<'de> for Columns<'_, '_> {
-    type Value = Vec<(&'static str, StagedColumn)>;
+    type Value = Vec<StagedColumn>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a sequence of (component name, rows)")
+        f.write_str("a sequence of (component name, values)")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut columns: Vec<(&'static str, StagedColumn)> = Vec::new();
-        while let Some(column) =
-            seq.next_element_seed(Named { seed: self.seed, component: true })?
-        {
-            let (entry, staged) = column;
-            if columns.iter().any(|(name, _)| *name == entry.name) {
+        let mut columns: Vec<StagedColumn> = Vec::new();
+        let named = || Named { seed: self.seed, component: true, rows: self.rows };
+        while let Some((entry, staged)) = seq.next_element_seed(named())? {
+            if columns.iter().any(|column| column.name == entry.name) {
                 let name = entry.name.to_owned();
                 return Err(self.seed.fail(LoadError::DuplicateName { name }));
             }
-            let Staged::Column(staged) = staged else { unreachable!("a component entry") };
-            columns.push((entry.name, staged));
+            let (Staged::Column(values), Fns::Component(fns)) = (staged, &entry.fns) else {
+                unreachable!("a component entry")
+            };
+            columns.push(StagedColumn { name: entry.name, id: fns.id, map: fns.map, values });
         }
         Ok(columns)
     }
@@ -315,7 +419,7 @@ impl<'de> Visitor<'de> for Resources<'_, '_> {
         let mut names: Vec<&'static str> = Vec::new();
         let mut resources = Vec::new();
         while let Some((entry, staged)) =
-            seq.next_element_seed(Named { seed: self.seed, component: false })?
+            seq.next_element_seed(Named { seed: self.seed, component: false, rows: 0 })?
         {
             if names.contains(&entry.name) {
                 let name = entry.name.to_owned();
@@ -331,14 +435,16 @@ impl<'de> Visitor<'de> for Resources<'_, '_> {
 
 /// What one named entry read.
 enum Staged {
-    Column(StagedColumn),
+    Column(Box<dyn StagedValues>),
     Resource(Box<dyn StagedResource>),
 }
 
-/// One `(name, data)` pair: the name picks the registered type that reads the data.
+/// One `(name, data)` pair: the name picks the registered type that reads the data (a
+/// component's column of `rows` values, or a resource's value).
 struct Named<'s, 'a> {
     seed: &'s SaveSeed<'a>,
     component: bool,
+    rows: usize,
 }
 
 impl<'de, 'a> DeserializeSeed<'de> for Named<'_, 'a> {
@@ -362,7 +468,7 @@ impl<'de, 'a> Visitor<'de> for Named<'_, 'a> {
         let entry = self.seed.registry.by_name(&name).filter(|entry| {
             matches!(
                 (&entry.fns, self.component),
-                (Fns::Component { .. }, true) | (Fns::Resource { .. }, false)
+                (Fns::Component(_), true) | (Fns::Resource { .. }, false)
             )
         });
         let Some(entry) = entry else {
@@ -374,7 +480,7 @@ impl<'de, 'a> Visitor<'de> for Named<'_, 'a> {
             return Err(self.seed.fail(typed));
         };
         let data = seq
-            .next_element_seed(Data { seed: self.seed, entry })?
+            .next_element_seed(Data { seed: self.seed, entry, rows: self.rows })?
             .ok_or_else(|| de::Error::invalid_length(1, &self))?;
         Ok((entry, data))
     }
@@ -384,23 +490,65 @@ impl<'de, 'a> Visitor<'de> for Named<'_, 'a> {
 struct Data<'s, 'a> {
     seed: &'s SaveSeed<'a>,
     entry: &'a Entry,
+    rows: usize,
+}
+
+impl Data<'_, '_> {
+    /// The typed error for data that does not read as the registered type.
+    fn value_error<E: de::Error>(&self, message: impl fmt::Display) -> E {
+        self.seed.fail(LoadError::Value {
+            name: self.entry.name,
+            type_name: self.entry.type_name,
+            message: message.to_string(),
+        })
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Data<'_, '_> {
     type Value = Staged;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Staged, D::Error> {
-        let mut erased = <dyn ErasedDeserializer>::erase(deserializer);
-        let read = match self.entry.fns {
-            Fns::Component { read, .. } => read(&mut erased).map(Staged::Column),
-            Fns::Resource { read, .. } => read(&mut erased).map(Staged::Resource),
-        };
-        read.map_err(|e| {
-            self.seed.fail(LoadError::Value {
-                name: self.entry.name,
-                type_name: self.entry.type_name,
-                message: e.to_string(),
-            })
-        })
+        match &self.entry.fns {
+            Fns::Component(fns) if !deserializer.is_human_readable() => {
+                deserializer.deserialize_bytes(Encoded { data: &self, fns })
+            }
+            Fns::Component(fns) => {
+                let mut erased = <dyn ErasedDeserializer>::erase(deserializer);
+                let read = (fns.read)(&mut erased, self.rows);
+                read.map(Staged::Column).map_err(|e| self.value_error(e))
+            }
+            Fns::Resource { read, .. } => {
+                let mut erased = <dyn ErasedDeserializer>::erase(deserializer);
+                read(&mut erased).map(Staged::Resource).map_err(|e| self.value_error(e))
+            }
+        }
+    }
+}
+
+/// A column in a compact format: one byte string, decoded by the type's own function.
+struct Encoded<'d, 's, 'a> {
+    data: &'d Data<'s, 'a>,
+    fns: &'a ComponentFns,
+}
+
+impl<'de> Visitor<'de> for Encoded<'_, '_, '_> {
+    type Value = Staged;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a column's values as a byte string")
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Staged, E> {
+        let decoded = (self.fns.decode)(bytes, self.data.rows);
+        decoded.map(Staged::Column).map_err(|e| self.data.value_error(e))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Staged, A::Error> {
+        // A compact format that writes a byte string as a sequence of bytes.
+        let mut bytes = Vec::new();
+        while let Some(byte) = seq.next_element::<u8>()? {
+            bytes.push(byte);
+        }
+        self.visit_bytes(&bytes)
     }
 }

@@ -1,13 +1,13 @@
 //! [`World::save`]: a [`WorldSave`] view that serializes the world's registered components and
 //! resources and its entity allocator (the layout is in the [`save`](crate::save) module).
 
-use serde::ser::{SerializeSeq, SerializeStruct, SerializeTuple};
+use serde::ser::{Error as _, SerializeSeq, SerializeStruct, SerializeTuple};
 use serde::{Serialize, Serializer};
 
 use super::World;
-use crate::archetype::Archetype;
+use crate::archetype::{Archetype, ArchetypeId};
 use crate::component::ComponentId;
-use crate::save::registry::{Entry, Fns};
+use crate::save::registry::{ComponentFns, Entry, Fns};
 use crate::save::{SAVE_VERSION, SaveRegistry};
 
 impl World {
@@ -83,12 +83,18 @@ impl WorldSave<'_> {
         self.archetypes_with(id).map(Archetype::len).sum()
     }
 
-    /// The registered components this world has a component id for, with it.
-    fn columns(&self) -> impl Iterator<Item = (&Entry, ComponentId)> + '_ {
-        self.registry.entries.iter().filter_map(|entry| match entry.fns {
-            Fns::Component { .. } => {
-                self.world.components.id_of(entry.type_id).map(|id| (entry, id))
-            }
+    /// The registered components of `archetype`, in the registry's order, with their ids.
+    fn columns_of<'s>(
+        &'s self,
+        archetype: &'s Archetype,
+    ) -> impl Iterator<Item = (&'s Entry, &'s ComponentFns, ComponentId)> + 's {
+        self.registry.entries.iter().filter_map(move |entry| match &entry.fns {
+            Fns::Component(fns) => self
+                .world
+                .components
+                .id_of(entry.type_id)
+                .filter(|&id| archetype.contains(id))
+                .map(|id| (entry, fns, id)),
             Fns::Resource { .. } => None,
         })
     }
@@ -108,79 +114,117 @@ impl Serialize for WorldSave<'_> {
         let mut save = serializer.serialize_struct("FolioSave", 4)?;
         save.serialize_field("version", &SAVE_VERSION)?;
         save.serialize_field("entities", &EntitiesPart(self))?;
-        save.serialize_field("components", &ComponentsPart(self))?;
+        save.serialize_field("archetypes", &ArchetypesPart(self))?;
         save.serialize_field("resources", &ResourcesPart(self))?;
         save.end()
     }
 }
 
-/// `(generations, alive, free, takeable, reserved)`; `alive` in archetype order, so a load
-/// places each table's entities back in row order.
+/// `(generations, free, takeable, reserved)`: the alive indices are the archetypes' entities.
 struct EntitiesPart<'s, 'a>(&'s WorldSave<'a>);
 
 impl Serialize for EntitiesPart<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let world = self.0.world;
-        let state = world.entities.state();
-        let mut tuple = serializer.serialize_tuple(5)?;
-        tuple.serialize_element(&state.generations)?;
-        tuple.serialize_element(&AliveInOrder(world))?;
-        tuple.serialize_element(&state.free)?;
-        tuple.serialize_element(&(state.takeable as u64))?;
-        tuple.serialize_element(&(state.reserved as u64))?;
+        let entities = &self.0.world.entities;
+        let mut tuple = serializer.serialize_tuple(4)?;
+        tuple.serialize_element(&Seq(|| entities.generations()))?;
+        tuple.serialize_element(&Seq(|| entities.free_indices()))?;
+        tuple.serialize_element(&(entities.takeable() as u64))?;
+        tuple.serialize_element(&(entities.reserved_len() as u64))?;
         tuple.end()
     }
 }
 
-/// The alive indices, archetype by archetype in row order.
-struct AliveInOrder<'w>(&'w World);
+/// The items of the iterator `.0()` makes, as a sequence.
+struct Seq<F>(F);
 
-impl Serialize for AliveInOrder<'_> {
+impl<F, I> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: ExactSizeIterator<Item: Serialize>,
+{
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let world = self.0;
-        let mut seq = serializer.serialize_seq(Some(world.len()))?;
-        for archetype in &world.archetypes {
-            for row in world.archetype_entities(archetype.id()).iter() {
-                seq.serialize_element(&row.entity.index())?;
-            }
-        }
-        seq.end()
+        serializer.collect_seq((self.0)())
     }
 }
 
-/// `[(name, [(entity, value)])]`, in the registry's order.
-struct ComponentsPart<'s, 'a>(&'s WorldSave<'a>);
+/// Every archetype with entities, in the world's order: `[{entities, columns}]`.
+struct ArchetypesPart<'s, 'a>(&'s WorldSave<'a>);
 
-impl Serialize for ComponentsPart<'_, '_> {
+impl Serialize for ArchetypesPart<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let save = self.0;
-        let mut seq = serializer.serialize_seq(Some(save.columns().count()))?;
-        for (entry, id) in save.columns() {
-            seq.serialize_element(&(entry.name, Column { save, entry, id }))?;
+        let held = || save.world.archetypes.iter().filter(|a| !a.is_empty());
+        let mut seq = serializer.serialize_seq(Some(held().count()))?;
+        for archetype in held() {
+            seq.serialize_element(&ArchetypePart { save, archetype })?;
         }
         seq.end()
     }
 }
 
-/// One component's rows.
-struct Column<'s, 'a> {
+/// One archetype: its entities in row order, and a column per registered component.
+struct ArchetypePart<'s, 'a> {
     save: &'s WorldSave<'a>,
-    entry: &'s Entry,
-    id: ComponentId,
+    archetype: &'s Archetype,
 }
 
-impl Serialize for Column<'_, '_> {
+impl Serialize for ArchetypePart<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Fns::Component { get, .. } = self.entry.fns else { unreachable!("a component") };
-        let world = self.save.world;
-        let mut seq = serializer.serialize_seq(Some(self.save.rows(self.id)))?;
-        for archetype in self.save.archetypes_with(self.id) {
-            for row in world.archetype_entities(archetype.id()).iter() {
-                let value = get(world, row.entity).expect("the archetype holds the component");
-                seq.serialize_element(&(row.entity, value))?;
-            }
+        let mut group = serializer.serialize_struct("Archetype", 2)?;
+        group.serialize_field("entities", &EntitiesOf(self.save.world, self.archetype))?;
+        group.serialize_field("columns", &ColumnsOf(self))?;
+        group.end()
+    }
+}
+
+/// An archetype's entities, in row order.
+struct EntitiesOf<'w>(&'w World, &'w Archetype);
+
+impl Serialize for EntitiesOf<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (world, archetype) = (self.0, self.1);
+        if !archetype.is_listed() {
+            // The archetype has its table to itself: the table's entity column, as one slice.
+            return world.tables[archetype.table_id().index()].entities().serialize(serializer);
+        }
+        serializer.collect_seq(world.archetype_entities(archetype.id()).iter().map(|r| r.entity))
+    }
+}
+
+/// An archetype's `[(name, values)]`, in the registry's order.
+struct ColumnsOf<'p, 's, 'a>(&'p ArchetypePart<'s, 'a>);
+
+impl Serialize for ColumnsOf<'_, '_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ArchetypePart { save, archetype } = *self.0;
+        let mut seq = serializer.serialize_seq(Some(save.columns_of(archetype).count()))?;
+        for (entry, fns, id) in save.columns_of(archetype) {
+            let values = ColumnPart { world: save.world, archetype: archetype.id(), id, fns };
+            seq.serialize_element(&(entry.name, values))?;
         }
         seq.end()
+    }
+}
+
+/// One component's values in one archetype: a sequence in a self-describing format, one
+/// byte string in postcard's encoding in a compact one.
+struct ColumnPart<'w> {
+    world: &'w World,
+    archetype: ArchetypeId,
+    id: ComponentId,
+    fns: &'w ComponentFns,
+}
+
+impl Serialize for ColumnPart<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            return (self.fns.column)(self.world, self.archetype, self.id).serialize(serializer);
+        }
+        let mut bytes = Vec::new();
+        (self.fns.encode)(self.world, self.archetype, self.id, &mut bytes)
+            .map_err(S::Error::custom)?;
+        serializer.serialize_bytes(&bytes)
     }
 }
 
@@ -193,7 +237,7 @@ impl Serialize for ResourcesPart<'_, '_> {
         let present = || {
             save.registry.entries.iter().filter_map(|entry| match entry.fns {
                 Fns::Resource { get, .. } => get(save.world).map(|value| (entry.name, value)),
-                Fns::Component { .. } => None,
+                Fns::Component(_) => None,
             })
         };
         let mut seq = serializer.serialize_seq(Some(present().count()))?;

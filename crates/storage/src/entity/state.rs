@@ -219,6 +219,22 @@ impl Entities {
         }
     }
 
+    /// Every index's generation, in index order: [`EntitiesState::generations`] without
+    /// collecting it (what a save writes).
+    pub fn generations(&self) -> impl ExactSizeIterator<Item = NonZeroU32> + '_ {
+        self.metas.as_slice().iter().map(|meta| meta.generation)
+    }
+
+    /// The freelist's indices, oldest first: [`EntitiesState::free`] without collecting it.
+    pub fn free_indices(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        self.free.iter().map(|entity| entity.index)
+    }
+
+    /// [`EntitiesState::takeable`]: how many freelist entries pending reservations take from.
+    pub fn takeable(&self) -> usize {
+        self.free_len
+    }
+
     /// Replaces the whole state with `state`: afterwards the allocator hands out, reserves and
     /// reuses ids exactly as the one `state` was taken from; `state.reserved` ids are pending
     /// again, the same ones. An entity alive now and in `state`, at the same generation, keeps
