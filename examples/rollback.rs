@@ -72,7 +72,7 @@ fn real_input(player: usize, frame: u64) -> Buttons {
     Buttons {
         dx: (held % 3) as i8 - 1,
         dy: ((held >> 8) % 3) as i8 - 1,
-        fire: (held >> 16) % 4 == 0 && frame % 3 == 0,
+        fire: (held >> 16).is_multiple_of(4) && frame.is_multiple_of(3),
     }
 }
 
@@ -118,7 +118,7 @@ fn movement(mut bodies: Query<(&mut Pos, &Vel), Without<Drift>>) {
 fn drift(input: Res<FrameInput>, mut debris: Query<(&mut Pos, &Vel, &Drift)>) {
     let frame = input.frame;
     debris.par_iter_mut().for_each(|(mut p, v, d)| {
-        if frame % d.period == 0 {
+        if frame.is_multiple_of(d.period) {
             p.0 += v.0;
             p.1 += v.1;
         }
