@@ -609,6 +609,12 @@ impl Table {
         total
     }
 
+    /// Every column: the entity column, then each component's values and tick columns.
+    pub fn all_columns(&self) -> impl Iterator<Item = &Column> {
+        std::iter::once(&self.entities)
+            .chain(self.columns.iter().flat_map(|c| [&c.data, &c.added, &c.changed]))
+    }
+
     /// Drops every row.
     ///
     /// If a component's `Drop` panics, every column is still emptied (each value dropped once)

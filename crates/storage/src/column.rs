@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::StorageError;
-use crate::raw::{RawBuf, SMALL_COLUMN_BYTES};
+use crate::raw::{Fallback, RawBuf, SMALL_COLUMN_BYTES};
 use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 
 mod bytes;
@@ -77,7 +77,10 @@ impl Column {
     ///   any, drops a value with that layout.
     pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
         // SAFETY: forwarded from the caller.
-        unsafe { Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source()) }
+        let mut column =
+            unsafe { Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source()) };
+        column.buf.set_growing(true);
+        column
     }
 
     /// An empty column for values of type `T`.
@@ -86,7 +89,10 @@ impl Column {
         unsafe { Self::new(Layout::new::<T>(), drop_fn_of::<T>()) }
     }
 
-    /// An empty column whose reservation is `max_bytes` large and comes from `source`.
+    /// An empty column whose reservation is `max_bytes` large and comes from `source`: a fixed
+    /// reservation, made whole when the column leaves its heap block, so the items never move
+    /// again (unless it is refused: see [`Column::fallback`]). [`Column::growing`] makes it
+    /// start small and grow instead.
     ///
     /// # Safety
     /// - As for [`Column::new`].
@@ -139,9 +145,38 @@ impl Column {
         self.buf.max_capacity()
     }
 
-    /// Whether the items live in a reservation, where they never move again.
+    /// This column, with a growing reservation (see [`vm`](crate::vm), "Address-space
+    /// policy"): it starts at [`FIRST_RESERVE_BYTES`](crate::vm::FIRST_RESERVE_BYTES) and
+    /// moves into one [`RESERVE_GROWTH`](crate::vm::RESERVE_GROWTH) times larger whenever it
+    /// outgrows it, up to `max_bytes`. Only before the first push.
+    ///
+    /// # Panics
+    /// When the column already holds memory.
+    #[track_caller]
+    pub fn growing(mut self) -> Self {
+        assert!(
+            self.buf.bytes() == (0, 0),
+            "Column::growing: call it on a new column, before the first push"
+        );
+        self.buf.set_growing(true);
+        self
+    }
+
+    /// Whether the reservation grows, moving the items when it does (see [`Column::growing`]).
+    pub fn is_growing(&self) -> bool {
+        self.buf.is_growing()
+    }
+
+    /// Whether the items live in a reservation (page-granular commits; see
+    /// [`Column::is_growing`] for whether it can still move).
     pub fn is_reserved(&self) -> bool {
         self.buf.is_reserved()
+    }
+
+    /// What the column's reservation fell back to when the page source refused the one the
+    /// policy asked for: [`Fallback::None`] normally.
+    pub fn fallback(&self) -> Fallback {
+        self.buf.fallback()
     }
 
     /// `(reserved, committed, used)` bytes.

@@ -71,6 +71,6 @@ pub use entity::{
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;
-pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, SMALL_COLUMN_BYTES};
+pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, Fallback, SMALL_COLUMN_BYTES};
 pub use sparse_set::{ComponentSparseSet, PAGE_LEN, SparseMembership, SparseSet};
 pub use virtual_vec::{PushError, VirtualVec};
