@@ -212,7 +212,7 @@ unsafe fn tick_slot(column: &Column, row: usize) -> *mut u32 {
 /// per component two tick columns (the tick it was added at and last changed at). Rows are dense:
 /// removal swap-removes, so iteration is a linear walk over column slices. Every column follows
 /// the storage layer's small-column policy: a near-empty table costs a few heap bytes, a large one
-/// lives in reservations that never move.
+/// lives in reservations that grow (moving without copying) as it fills.
 #[derive(Debug)]
 pub struct Table {
     /// Sorted ids of the table's components; `columns[i]` holds `ids[i]`.

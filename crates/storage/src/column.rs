@@ -30,21 +30,25 @@ pub type DropFn = unsafe fn(*mut u8);
 /// A column knows its items only by `Layout` and drop function. It follows the small-column
 /// policy of the crate's [growth policy](crate#growth-policy): up to [`SMALL_COLUMN_BYTES`] it
 /// lives in a heap block (so thousands of near-empty archetypes stay cheap and far from Linux's
-/// limit of 65,530 mappings), then moves once into its own reservation and never moves again.
+/// limit of 65,530 mappings), then moves into its own reservation: a growing one (made with
+/// [`Column::new`], [`Column::of`] or [`Column::growing`]: it moves again, without copying on
+/// Linux, each time it outgrows it) or a fixed one ([`Column::with_source`]: it never moves
+/// again). See [`vm`](crate::vm), "Address-space policy".
 ///
 /// # Reservations: colouring and reuse
 /// A column's reservation gets two things a [`VirtualVec`](crate::VirtualVec)'s does not (its
 /// layout is one that tests and users may rely on):
-/// - **Colouring.** Reservations are page-aligned and 16 GiB apart, so row `i` of every column
-///   of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
+/// - **Colouring.** Reservations are page-aligned (2 MiB aligned from 2 MiB on), so row `i` of
+///   every column of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
 ///   a table of a dozen columns thrashes the 8-way L1 on every row it touches. Each column's
 ///   items therefore start at a different cache-line offset inside the first page of its
 ///   reservation (a multiple of the item alignment, below one page; the reservation is one page
 ///   larger, so the capacity is unchanged).
 /// - **Reuse.** A dropped column hands its reservation, with up to one commit step
 ///   ([`COMMIT_STEP_MAX`](crate::COMMIT_STEP_MAX)) still committed, to a small process-wide
-///   list (at most 64 reservations and 16 MiB committed in all) instead of unmapping it; the
-///   next column that needs a reservation of the same size and source takes one back, so a
+///   list (at most 64 reservations and 16 MiB committed in all) instead of unmapping it, if
+///   it is of the size a new column asks for first (a grown one is released); the next column
+///   that needs a reservation of that size and source takes one back, so a
 ///   fresh world reuses warm pages instead of faulting in zeroed ones (what `malloc` does for
 ///   the peers' vectors). Only reservations of the default source ([`default_source`]) are
 ///   kept, so a fault-injecting source sees every commit. Its committed prefix holds stale

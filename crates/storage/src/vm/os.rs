@@ -291,15 +291,24 @@ pub fn mapping_budget() -> (usize, usize) {
 /// Counts one more live reservation, or refuses it past the budget.
 fn take_mapping_budget() -> Result<(), io::Error> {
     let budget = *MAPPING_BUDGET;
-    LIVE_RESERVATIONS
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < budget).then_some(n + 1))
-        .map(drop)
-        .map_err(|_| {
-            io::Error::new(
+    let mut live = LIVE_RESERVATIONS.load(Ordering::Relaxed);
+    loop {
+        if live >= budget {
+            return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 format!("folio's mapping budget of {budget} reservations is spent"),
-            )
-        })
+            ));
+        }
+        match LIVE_RESERVATIONS.compare_exchange_weak(
+            live,
+            live + 1,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(now) => live = now,
+        }
+    }
 }
 
 fn return_mapping_budget() {
