@@ -431,7 +431,9 @@ impl RawBuf {
         needed: usize,
         target: usize,
     ) -> Result<(), StorageError> {
-        let full = self.full_reserve_bytes(self.source.page_size()).unwrap_or(usize::MAX);
+        let page_size = self.source.page_size();
+        let full = self.full_reserve_bytes(page_size).unwrap_or(usize::MAX);
+        let align_slack = self.item.align().saturating_sub(page_size);
         let Backing::Reserved(reservation) = &mut self.backing else {
             unreachable!("only a reserved buffer grows its reservation")
         };
@@ -439,6 +441,23 @@ impl RawBuf {
         // Heap pages are real memory: they double, as a `Vec` does.
         let factor = if on_heap { 2 } else { RESERVE_GROWTH };
         let want = reservation.reserved_bytes().saturating_mul(factor).max(target).min(full);
+        if align_slack > 0 {
+            // Items aligned past a page: a moved range keeps its offset only modulo a page, so
+            // they are copied into a new reservation, at the first multiple of their alignment.
+            let source = if on_heap { heap_source() } else { Arc::clone(&self.source) };
+            let slack_target = target.saturating_add(align_slack).min(full);
+            let want = want.saturating_add(align_slack).min(full);
+            let Err(e) = self.move_by_copy(len, needed, want, &source) else { return Ok(()) };
+            if slack_target < want && self.move_by_copy(len, needed, slack_target, &source).is_ok()
+            {
+                self.fallback = self.fallback.max(Fallback::Smaller);
+                return Ok(());
+            }
+            if on_heap {
+                return Err(e);
+            }
+            return self.move_to_heap_pages(len, needed, slack_target.max(needed)).map_err(|_| e);
+        }
         let first_error = reservation.grow_to(want).err();
         let result = match first_error {
             None => Ok(()),
@@ -465,25 +484,56 @@ impl RawBuf {
         needed: usize,
         bytes: usize,
     ) -> Result<(), StorageError> {
-        let mut heap = Reservation::new(heap_source(), bytes)?;
-        heap.commit_to(needed.max(1))?;
+        self.move_by_copy(len, needed, bytes, &heap_source())?;
+        self.fallback = Fallback::HeapPages;
+        Ok(())
+    }
+
+    /// Moves the `len` items of a reserved buffer into a new reservation of `bytes` from
+    /// `source`, copying them to the first multiple of their alignment from their colour on,
+    /// with at least `needed` bytes (the old offset included) committed past that. On error
+    /// nothing changed.
+    fn move_by_copy(
+        &mut self,
+        len: usize,
+        needed: usize,
+        bytes: usize,
+        source: &Arc<dyn PageSource>,
+    ) -> Result<(), StorageError> {
+        let align = self.item.align();
+        let mut new = Reservation::new(Arc::clone(source), bytes)?;
+        // The colour (below a page) is kept; past a page there is none (the offset is then
+        // only the alignment's).
+        let colour = if align <= new.page_size() { self.offset } else { 0 };
+        let base = new.as_ptr().as_ptr().addr();
+        let offset = (base + colour).next_multiple_of(align) - base;
+        let items = needed.saturating_sub(self.offset);
+        if offset.saturating_add(items) > new.reserved_bytes() {
+            return Err(StorageError::CapacityExceeded {
+                capacity: self.max_capacity(),
+                requested: len,
+            });
+        }
+        new.commit_to((offset + items).max(1))?;
         let Backing::Reserved(old) = &mut self.backing else {
-            unreachable!("only a reserved buffer moves to heap pages")
+            unreachable!("only a reserved buffer moves by copying")
         };
         // SAFETY:
-        // - the old reservation holds `len` initialised items from `offset` on, inside its
-        //   committed prefix; the heap block has `needed >= offset + len * size` committed
-        //   bytes; the two are distinct allocations.
+        // - the old reservation holds `len` initialised items from `self.offset` on, inside its
+        //   committed prefix; the new one has `offset + items >= offset + len * size` bytes
+        //   committed (`items` covers every item); the two are distinct reservations.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 old.as_ptr().add(self.offset).as_ptr(),
-                heap.as_ptr().add(self.offset).as_ptr(),
+                new.as_ptr().add(offset).as_ptr(),
                 len * self.item.size(),
             );
         }
+        // SAFETY: `offset` lies inside the new reservation's committed prefix (checked above).
+        self.ptr = unsafe { new.as_ptr().add(offset) };
         // The old reservation is released (a grown one is never spare).
-        **old = heap;
-        self.fallback = Fallback::HeapPages;
+        **old = new;
+        self.offset = offset;
         Ok(())
     }
 
@@ -506,11 +556,6 @@ impl RawBuf {
             Err(e) => e,
         };
         let page_size = self.source.page_size();
-        if self.item.align() > page_size {
-            // Items aligned past a page keep their offset only in the one reservation that
-            // never moves: no fallback.
-            return Err(error);
-        }
         let smaller = needed.checked_next_multiple_of(page_size).unwrap_or(usize::MAX);
         if smaller < want
             && let Ok(r) = Reservation::new(Arc::clone(&self.source), smaller)
@@ -576,10 +621,12 @@ impl RawBuf {
         // `max_bytes` for the items). Rounding up is checked too: a wrapped size would make a
         // reservation smaller than the items.
         let full = self.full_reserve_bytes(page_size).ok_or_else(too_big)?;
-        // Items aligned past a page keep their offset only in a reservation that never moves.
-        let grows = self.growing && align_slack == 0;
-        let want =
-            if grows { self.first_reserve_bytes(needed_bytes, page_size, full) } else { full };
+        let want = if self.growing {
+            let first = self.first_reserve_bytes(needed_bytes, page_size, full);
+            first.saturating_add(align_slack).min(full)
+        } else {
+            full
+        };
         // What must fit: the items after their colour (and, past a page, their alignment).
         let needed = needed_bytes.saturating_add(colour.max(align_slack));
         let (mut reservation, mut fallback) = self.take_reservation(want, needed)?;
