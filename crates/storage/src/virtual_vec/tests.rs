@@ -78,7 +78,7 @@ fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
     let source: Arc<dyn crate::vm::PageSource> = Arc::new(OsPagesWith::HUGE);
     let Some(huge) = source.huge_page_size() else { return };
     let n = 3_000_000usize;
-    let mut v = VirtualVec::with_source(1 << 30, source);
+    let mut v = VirtualVec::with_source(1 << 24, source);
     v.push(0u64);
     let first = v.as_ptr();
     assert!(first.addr().is_multiple_of(huge), "a large reservation starts on a huge page");
@@ -109,7 +109,7 @@ fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
 fn refused_huge_pages_fall_back_silently() {
     let source = Arc::new(FaultyPages::new(Arc::new(OsPagesWith::HUGE), 0));
     source.refuse_huge_pages(true);
-    let mut v = VirtualVec::with_source(1 << 30, source.clone());
+    let mut v = VirtualVec::with_source(1 << 24, source.clone());
     for i in 0..3_000_000u64 {
         v.push(i);
     }
