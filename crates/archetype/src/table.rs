@@ -212,7 +212,7 @@ unsafe fn tick_slot(column: &Column, row: usize) -> *mut u32 {
 /// per component two tick columns (the tick it was added at and last changed at). Rows are dense:
 /// removal swap-removes, so iteration is a linear walk over column slices. Every column follows
 /// the storage layer's small-column policy: a near-empty table costs a few heap bytes, a large one
-/// lives in reservations that never move.
+/// lives in reservations that grow (moving without copying) as it fills.
 #[derive(Debug)]
 pub struct Table {
     /// Sorted ids of the table's components; `columns[i]` holds `ids[i]`.
@@ -643,6 +643,12 @@ impl Table {
             }
         }
         total
+    }
+
+    /// Every column: the entity column, then each component's values and tick columns.
+    pub fn all_columns(&self) -> impl Iterator<Item = &Column> {
+        std::iter::once(&self.entities)
+            .chain(self.columns.iter().flat_map(|c| [&c.data, &c.added, &c.changed]))
     }
 
     /// Drops every row.

@@ -52,17 +52,26 @@ pub struct TableMemory {
     pub used: usize,
 }
 
-/// Memory of the whole world's component storage.
+/// Memory of the whole world's storage: its tables, sparse sets and entity allocator.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemoryStats {
     /// Per table.
     pub tables: Vec<TableMemory>,
-    /// Address space reserved, tables and sparse sets.
+    /// Address space reserved: tables, sparse sets and the entity allocator's metas. A column
+    /// still in its heap block counts its block; one on heap pages
+    /// ([`heap_page_columns`](Self::heap_page_columns)) its heap pages.
     pub reserved: usize,
-    /// Memory committed.
+    /// Memory committed: tables, sparse sets and the entity allocator's metas.
     pub committed: usize,
     /// Bytes holding live components.
     pub used: usize,
+    /// Columns (the entity allocator's metas among them) whose reservation was refused and
+    /// that took a smaller one instead ([`Fallback::Smaller`](folio_storage::Fallback)).
+    pub smaller_reservations: usize,
+    /// Columns (the entity allocator's metas among them) on heap pages, because the OS refused
+    /// their reservations ([`Fallback::HeapPages`](folio_storage::Fallback)): they grow by
+    /// reallocating, which copies their values.
+    pub heap_page_columns: usize,
 }
 
 /// A world's identity, unique within the process: what a query state checks before it trusts

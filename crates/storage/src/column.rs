@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::StorageError;
-use crate::raw::{RawBuf, SMALL_COLUMN_BYTES};
+use crate::raw::{Fallback, RawBuf, SMALL_COLUMN_BYTES};
 use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 
 mod bytes;
@@ -30,21 +30,25 @@ pub type DropFn = unsafe fn(*mut u8);
 /// A column knows its items only by `Layout` and drop function. It follows the small-column
 /// policy of the crate's [growth policy](crate#growth-policy): up to [`SMALL_COLUMN_BYTES`] it
 /// lives in a heap block (so thousands of near-empty archetypes stay cheap and far from Linux's
-/// limit of 65,530 mappings), then moves once into its own reservation and never moves again.
+/// limit of 65,530 mappings), then moves into its own reservation: a growing one (made with
+/// [`Column::new`], [`Column::of`] or [`Column::growing`]: it moves again, without copying on
+/// Linux, each time it outgrows it) or a fixed one ([`Column::with_source`]: it never moves
+/// again). See [`vm`](crate::vm), "Address-space policy".
 ///
 /// # Reservations: colouring and reuse
 /// A column's reservation gets two things a [`VirtualVec`](crate::VirtualVec)'s does not (its
 /// layout is one that tests and users may rely on):
-/// - **Colouring.** Reservations are page-aligned and 16 GiB apart, so row `i` of every column
-///   of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
+/// - **Colouring.** Reservations are page-aligned (2 MiB aligned from 2 MiB on), so row `i` of
+///   every column of one item size would share an L1 set (and trip 4K-aliasing between loads and stores);
 ///   a table of a dozen columns thrashes the 8-way L1 on every row it touches. Each column's
 ///   items therefore start at a different cache-line offset inside the first page of its
 ///   reservation (a multiple of the item alignment, below one page; the reservation is one page
 ///   larger, so the capacity is unchanged).
 /// - **Reuse.** A dropped column hands its reservation, with up to one commit step
 ///   ([`COMMIT_STEP_MAX`](crate::COMMIT_STEP_MAX)) still committed, to a small process-wide
-///   list (at most 64 reservations and 16 MiB committed in all) instead of unmapping it; the
-///   next column that needs a reservation of the same size and source takes one back, so a
+///   list (at most 64 reservations and 16 MiB committed in all) instead of unmapping it, if
+///   it is of the size a new column asks for first (a grown one is released); the next column
+///   that needs a reservation of that size and source takes one back, so a
 ///   fresh world reuses warm pages instead of faulting in zeroed ones (what `malloc` does for
 ///   the peers' vectors). Only reservations of the default source ([`default_source`]) are
 ///   kept, so a fault-injecting source sees every commit. Its committed prefix holds stale
@@ -77,7 +81,10 @@ impl Column {
     ///   any, drops a value with that layout.
     pub unsafe fn new(layout: Layout, drop: Option<DropFn>) -> Self {
         // SAFETY: forwarded from the caller.
-        unsafe { Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source()) }
+        let mut column =
+            unsafe { Self::with_source(layout, drop, DEFAULT_RESERVE_BYTES, default_source()) };
+        column.buf.set_growing(true);
+        column
     }
 
     /// An empty column for values of type `T`.
@@ -86,7 +93,10 @@ impl Column {
         unsafe { Self::new(Layout::new::<T>(), drop_fn_of::<T>()) }
     }
 
-    /// An empty column whose reservation is `max_bytes` large and comes from `source`.
+    /// An empty column whose reservation is `max_bytes` large and comes from `source`: a fixed
+    /// reservation, made whole when the column leaves its heap block, so the items never move
+    /// again (unless it is refused: see [`Column::fallback`]). [`Column::growing`] makes it
+    /// start small and grow instead.
     ///
     /// # Safety
     /// - As for [`Column::new`].
@@ -139,9 +149,38 @@ impl Column {
         self.buf.max_capacity()
     }
 
-    /// Whether the items live in a reservation, where they never move again.
+    /// This column, with a growing reservation (see [`vm`](crate::vm), "Address-space
+    /// policy"): it starts at [`FIRST_RESERVE_BYTES`](crate::vm::FIRST_RESERVE_BYTES) and
+    /// moves into one [`RESERVE_GROWTH`](crate::vm::RESERVE_GROWTH) times larger whenever it
+    /// outgrows it, up to `max_bytes`. Only before the first push.
+    ///
+    /// # Panics
+    /// When the column already holds memory.
+    #[track_caller]
+    pub fn growing(mut self) -> Self {
+        assert!(
+            self.buf.bytes() == (0, 0),
+            "Column::growing: call it on a new column, before the first push"
+        );
+        self.buf.set_growing(true);
+        self
+    }
+
+    /// Whether the reservation grows, moving the items when it does (see [`Column::growing`]).
+    pub fn is_growing(&self) -> bool {
+        self.buf.is_growing()
+    }
+
+    /// Whether the items live in a reservation (page-granular commits; see
+    /// [`Column::is_growing`] for whether it can still move).
     pub fn is_reserved(&self) -> bool {
         self.buf.is_reserved()
+    }
+
+    /// What the column's reservation fell back to when the page source refused the one the
+    /// policy asked for: [`Fallback::None`] normally.
+    pub fn fallback(&self) -> Fallback {
+        self.buf.fallback()
     }
 
     /// `(reserved, committed, used)` bytes.

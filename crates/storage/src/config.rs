@@ -17,15 +17,19 @@ use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, default_source};
 #[derive(Clone)]
 pub struct StorageConfig {
     source: Arc<dyn PageSource>,
-    /// Bytes of address space each container reserves when it leaves the heap.
+    /// The most bytes of address space each container reserves.
     reserve_bytes: usize,
+    /// Whether each container reserves `reserve_bytes` whole when it leaves the heap, instead
+    /// of starting small and growing.
+    fixed: bool,
 }
 
 impl StorageConfig {
-    /// The default: [`default_source`] (OS pages, or heap pages under miri) and
-    /// [`DEFAULT_RESERVE_BYTES`] per container.
+    /// The default: [`default_source`] (OS pages, or heap pages under miri) and growing
+    /// reservations of up to [`DEFAULT_RESERVE_BYTES`] per container (see
+    /// [`vm`](crate::vm), "Address-space policy").
     pub fn new() -> Self {
-        Self { source: default_source(), reserve_bytes: DEFAULT_RESERVE_BYTES }
+        Self { source: default_source(), reserve_bytes: DEFAULT_RESERVE_BYTES, fixed: false }
     }
 
     /// This config, taking its pages from `source`.
@@ -35,11 +39,30 @@ impl StorageConfig {
     }
 
     /// This config, reserving `bytes` of address space per container (rounded up to whole
-    /// pages). A container that needs more gets
-    /// [`StorageError::CapacityExceeded`](crate::StorageError::CapacityExceeded).
+    /// pages), fixed: each container reserves it whole when it leaves its heap block, and its
+    /// items never move again. A container that needs more gets
+    /// [`StorageError::CapacityExceeded`](crate::StorageError::CapacityExceeded). If the
+    /// reservation is refused, the container falls back all the same (see
+    /// [`Column::fallback`](crate::Column::fallback)).
     pub fn with_reserve_bytes(mut self, bytes: usize) -> Self {
         self.reserve_bytes = bytes;
+        self.fixed = true;
         self
+    }
+
+    /// This config, with growing reservations of up to `bytes` per container (the default's
+    /// policy with another limit): a container that needs more gets
+    /// [`StorageError::CapacityExceeded`](crate::StorageError::CapacityExceeded).
+    pub fn with_max_reserve_bytes(mut self, bytes: usize) -> Self {
+        self.reserve_bytes = bytes;
+        self.fixed = false;
+        self
+    }
+
+    /// Whether each container reserves [`Self::reserve_bytes`] whole (set by
+    /// [`Self::with_reserve_bytes`]) rather than growing its reservation.
+    pub fn fixed_reservations(&self) -> bool {
+        self.fixed
     }
 
     /// The page source.
@@ -47,7 +70,7 @@ impl StorageConfig {
         &self.source
     }
 
-    /// The address space each container reserves.
+    /// The address space each container reserves at most (with fixed reservations, exactly).
     pub fn reserve_bytes(&self) -> usize {
         self.reserve_bytes
     }
@@ -59,7 +82,10 @@ impl StorageConfig {
     pub unsafe fn column(&self, layout: Layout, drop: Option<DropFn>) -> Column {
         // SAFETY:
         // - `layout` and `drop` describe one `Send + Sync` type (forwarded from the caller).
-        unsafe { Column::with_source(layout, drop, self.reserve_bytes, Arc::clone(&self.source)) }
+        let column = unsafe {
+            Column::with_source(layout, drop, self.reserve_bytes, Arc::clone(&self.source))
+        };
+        if self.fixed { column } else { column.growing() }
     }
 
     /// An empty column of `T`s on this config.
@@ -81,6 +107,7 @@ impl fmt::Debug for StorageConfig {
         f.debug_struct("StorageConfig")
             .field("source", &format_args!("{:p}", Arc::as_ptr(&self.source)))
             .field("reserve_bytes", &self.reserve_bytes)
+            .field("fixed", &self.fixed)
             .finish()
     }
 }

@@ -163,8 +163,9 @@ impl EntityMeta {
 /// generation and the entity's [`EntityLocation`], whose archetype id is `u32::MAX` while the
 /// slot is not alive (no archetype has that id). Four metas fill a cache line exactly, so none
 /// straddles two (a random despawn misses on its entity's meta and on the moved entity's: one
-/// line each, and a smaller array). Past the column's small heap phase the metas never move, so
-/// growing the entity count never copies the table; as a column, the metas also get a coloured,
+/// line each, and a smaller array). Past the column's small heap phase the metas grow in a
+/// reservation that moves without copying when they outgrow it, so growing the entity count
+/// never copies the table; as a column, the metas also get a coloured,
 /// reusable reservation (see [`Column`](crate::Column#reservations-colouring-and-reuse)), so a
 /// fresh world reuses warm pages. The location is opaque to the allocator: the archetype layer
 /// writes it (through [`Entities::set_location`] or the `init` callback of

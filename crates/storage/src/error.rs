@@ -64,6 +64,17 @@ impl StorageError {
     pub fn alloc(additional: usize, source: TryReserveError) -> Self {
         Self::Alloc { additional, source }
     }
+
+    /// The OS's error code, if the OS refused a reservation, commit or decommit (`None` for
+    /// other errors, and for refusals that did not come from the OS).
+    pub fn os_error(&self) -> Option<i32> {
+        match self {
+            Self::Reserve { source, .. }
+            | Self::Commit { source, .. }
+            | Self::Decommit { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for StorageError {

@@ -1,9 +1,11 @@
-//! folio's storage layer: memory that never moves.
+//! folio's storage layer: memory that grows without copying.
 //!
 //! Everything above it (tables, sparse sets, the entity allocator) stands on **virtual arrays**:
-//! containers that reserve address space up front and commit physical pages only as they fill.
-//! They never reallocate, so growth never copies and never stalls a frame, and a pointer to an
-//! element stays valid while the element lives.
+//! containers that reserve address space and commit physical pages only as they fill. They
+//! never reallocate: when one outgrows its reservation its pages move into a larger one
+//! (`mremap` on Linux: no byte is copied), so growth never copies and never stalls a frame. A
+//! pointer to an element stays valid until the container grows (never, with a fixed
+//! reservation); see [`vm`], "Address-space policy".
 //!
 //! - [`vm`]: the [`PageSource`](vm::PageSource) interface (OS pages through `region`, heap pages
 //!   for miri, a fault injector for tests) and [`Reservation`](vm::Reservation).
@@ -22,9 +24,11 @@
 //! - Up to a size limit the items live in an ordinary heap block that doubles (so a near-empty
 //!   table column costs a few bytes, not a page and an OS mapping). A `VirtualVec` has no heap
 //!   phase (its limit is 0); columns use [`SMALL_COLUMN_BYTES`].
-//! - Past it the items move **once** into a reservation of address space for the container's
-//!   maximum capacity (a `VirtualVec`'s, or a column's [`StorageConfig::reserve_bytes`]); from
-//!   then on growth commits pages in place and nothing moves again.
+//! - Past it the items move into a reservation of address space: a growing one (the default:
+//!   1 MiB, then four times larger each time the items outgrow it, moved without copying; see
+//!   [`vm`], "Address-space policy"), or one for the container's whole maximum capacity (a
+//!   fixed one: [`VirtualVec::with_max_capacity`], [`StorageConfig::with_reserve_bytes`]), in
+//!   which nothing moves again. Inside a reservation, growth commits pages in place.
 //! - Commits double the committed size, from one page up to steps of [`COMMIT_STEP_MAX`] (a
 //!   `VirtualVec`) or [`COLUMN_COMMIT_STEP`] (a column); so a buffer's committed bytes exceed
 //!   what it needs by less than one step (≤ 1 MiB), and growing to 400 MB takes about 400
@@ -38,8 +42,8 @@
 //! # Safety model
 //! Each container documents its own invariants (the "Safety model" sections of [`VirtualVec`],
 //! [`VirtualPool`], [`Column`] and [`ComponentSparseSet`], and of [`vm`] for reservations); the
-//! rule they share is that a committed page is never moved or unmapped while a container that
-//! owns it is alive.
+//! rule they share is that a committed page is never unmapped while a container that owns it is
+//! alive, and moves only inside a call that takes the container by `&mut` (a growth).
 //!
 //! The buffer under [`VirtualVec`] and [`Column`] is valid for reads and writes of its capacity
 //! in items: either a heap block of `capacity * size` bytes, or the committed prefix of the
@@ -71,6 +75,6 @@ pub use entity::{
 pub use error::StorageError;
 pub use handle_map::{Handle, HandleMap};
 pub use pool::VirtualPool;
-pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, SMALL_COLUMN_BYTES};
+pub use raw::{COLUMN_COMMIT_STEP, COMMIT_STEP_MAX, Fallback, SMALL_COLUMN_BYTES};
 pub use sparse_set::{ComponentSparseSet, PAGE_LEN, SparseMembership, SparseSet};
 pub use virtual_vec::{PushError, VirtualVec};

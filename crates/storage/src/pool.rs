@@ -20,7 +20,10 @@ union Slot<T> {
 /// Removing a value leaves a hole; the hole itself stores the index of the next hole (an intrusive
 /// freelist, so no side allocation), and `insert` fills the most recent hole first. A validity
 /// bitset, one bit per slot, tells live slots from holes, so iteration skips 64 holes with one
-/// word test. Nothing ever moves: an index (and a pointer) stays valid until its value is removed.
+/// word test. An index stays valid until its value is removed. A pointer does too in a pool made
+/// with [`VirtualPool::with_max_capacity`] (its slots are reserved whole and never move); in one
+/// made with [`VirtualPool::new`] the slots move when they outgrow their reservation (see
+/// [`VirtualVec`]), so a pointer stays valid until the next insert that grows the pool.
 ///
 /// # Safety model
 /// Slot `i < slots.len()` holds a live `T` exactly when bit `i` of `bits` is set; otherwise it

@@ -16,7 +16,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::StorageError;
-use crate::vm::{DEFAULT_RESERVE_BYTES, PageSource, Reservation, default_source};
+use crate::vm::{
+    DEFAULT_RESERVE_BYTES, FIRST_RESERVE_BYTES, HeapPages, PageSource, RESERVE_GROWTH, Reservation,
+    default_source,
+};
 
 /// Columns up to this many bytes live on the heap; past it they move once into a reservation.
 ///
@@ -104,8 +107,13 @@ fn take_spare(source: &Arc<dyn PageSource>, reserved: usize, needed: usize) -> O
 
 /// Offers a dropped column's reservation from `source` to the spare list; releases it if the
 /// list is full or the source is not the default one.
-fn give_spare(mut reservation: Reservation, source: &Arc<dyn PageSource>) {
-    if !same_source(source, &default_source()) {
+fn give_spare(mut reservation: Reservation, source: &Arc<dyn PageSource>, first: usize) {
+    // Only a reservation of the size a new column asks for first is ever taken back; a grown
+    // one would hold its address space for nothing.
+    if !same_source(source, &default_source())
+        || !same_source(reservation.source(), source)
+        || reservation.reserved_bytes() != first
+    {
         return;
     }
     if reservation.committed_bytes() > SPARE_KEEP_BYTES
@@ -123,6 +131,28 @@ fn give_spare(mut reservation: Reservation, source: &Arc<dyn PageSource>) {
         spare.committed += committed;
         spare.list.push(reservation);
     }
+}
+
+/// The heap page source a buffer falls back to when its OS reservation is refused.
+fn heap_source() -> Arc<dyn PageSource> {
+    static HEAP: std::sync::LazyLock<Arc<dyn PageSource>> =
+        std::sync::LazyLock::new(|| Arc::new(HeapPages::new()));
+    Arc::clone(&HEAP)
+}
+
+/// What a buffer's reservation fell back to when the one it asked for was refused (see
+/// [`vm`](crate::vm), "Address-space policy").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fallback {
+    /// The reservation is the one the policy asked for.
+    #[default]
+    None,
+    /// A reservation was refused, and a smaller one (just what the items needed then) was
+    /// taken instead; the buffer moves again when it outgrows it.
+    Smaller,
+    /// The page source refused even that: the items live in heap pages
+    /// ([`HeapPages`](crate::vm::HeapPages)), which grow by reallocation (copying).
+    HeapPages,
 }
 
 /// A heap block for one `T`, not yet written, or [`StorageError::Alloc`] when the heap
@@ -171,6 +201,11 @@ pub(crate) struct RawBuf {
     /// While reserved: where the items start in the reservation (a multiple of the item
     /// alignment, below one page). 0 otherwise.
     offset: usize,
+    /// Whether the reservation starts small and grows (moving) as the items need, instead of
+    /// covering `max_bytes` from the start (see [`vm`](crate::vm), "Address-space policy").
+    growing: bool,
+    /// What the reservation fell back to, if it was refused.
+    fallback: Fallback,
 }
 
 enum Backing {
@@ -204,7 +239,25 @@ impl RawBuf {
             source,
             column: false,
             offset: 0,
+            growing: false,
+            fallback: Fallback::None,
         }
+    }
+
+    /// Makes the reservation start small and grow geometrically, moving, instead of covering
+    /// the maximum capacity from the start.
+    pub(crate) fn set_growing(&mut self, growing: bool) {
+        self.growing = growing;
+    }
+
+    /// Whether the reservation grows (and so may move).
+    pub(crate) fn is_growing(&self) -> bool {
+        self.growing
+    }
+
+    /// What the reservation fell back to.
+    pub(crate) fn fallback(&self) -> Fallback {
+        self.fallback
     }
 
     /// A column's buffer: like [`RawBuf::new`], with a coloured, reusable reservation.
@@ -220,8 +273,11 @@ impl RawBuf {
         buf
     }
 
+    /// A growing buffer of up to [`DEFAULT_RESERVE_BYTES`] on the default source.
     pub(crate) fn with_defaults(item: Layout, small_limit: usize) -> Self {
-        Self::new(item, small_limit, DEFAULT_RESERVE_BYTES, default_source())
+        let mut buf = Self::new(item, small_limit, DEFAULT_RESERVE_BYTES, default_source());
+        buf.growing = true;
+        buf
     }
 
     /// Sets the largest commit step (rounded up to a page when used).
@@ -307,16 +363,210 @@ impl RawBuf {
                 let committed = reservation.committed_bytes();
                 let step = committed
                     .clamp(reservation.page_size(), self.step_max.max(reservation.page_size()));
-                let target = committed
+                let mut target = committed
                     .saturating_add(step)
                     .max(needed_bytes + offset)
                     .min(self.max_bytes + offset);
+                if target > reservation.reserved_bytes() {
+                    if needed_bytes + offset <= reservation.reserved_bytes() {
+                        // Fill the reservation before moving out of it.
+                        target = reservation.reserved_bytes();
+                    } else {
+                        self.grow_reservation(len, needed_bytes + offset, target)?;
+                    }
+                }
+                let Backing::Reserved(reservation) = &mut self.backing else { unreachable!() };
                 reservation.commit_to(target)?;
                 self.cap = items_in(reservation, offset, self.max_bytes, size);
                 Ok(())
             }
             _ if needed_bytes <= self.small_limit => self.grow_heap(needed_bytes),
             _ => self.move_to_reservation(len, needed_bytes),
+        }
+    }
+
+    /// The most bytes a reservation of this buffer ever needs: room for `max_bytes` of items
+    /// after the colour and the alignment slack, in whole pages. `None` on overflow.
+    fn full_reserve_bytes(&self, page_size: usize) -> Option<usize> {
+        let align_slack = self.item.align().saturating_sub(page_size);
+        let colour_room = if self.column { page_size } else { 0 };
+        self.max_bytes.checked_add(colour_room + align_slack)?.checked_next_multiple_of(page_size)
+    }
+
+    /// The size of the first reservation of a growing buffer that needs `needed` bytes (its
+    /// items' offset included): [`FIRST_RESERVE_BYTES`], or twice `needed` if that is more, in
+    /// whole pages; a column's one page more for its colour. At most `full`.
+    fn first_reserve_bytes(&self, needed: usize, page_size: usize, full: usize) -> usize {
+        let colour_room = if self.column { page_size } else { 0 };
+        needed
+            .saturating_mul(2)
+            .max(FIRST_RESERVE_BYTES)
+            .saturating_add(colour_room)
+            .checked_next_multiple_of(page_size)
+            .unwrap_or(full)
+            .min(full)
+    }
+
+    /// The size of the reservations a column of this buffer's kind takes from (and gives to)
+    /// the spare list: the whole capacity, or for a growing buffer the usual first size.
+    fn spare_size(&self) -> usize {
+        let page_size = self.source.page_size();
+        let full = self.full_reserve_bytes(page_size).unwrap_or(usize::MAX);
+        if self.growing && self.item.align() <= page_size {
+            self.first_reserve_bytes(0, page_size, full)
+        } else {
+            full
+        }
+    }
+
+    /// Moves the reservation into a larger one that holds at least `target` bytes, keeping the
+    /// `len` items (`needed` is the least that must fit, the items' offset included): the
+    /// policy's next size ([`RESERVE_GROWTH`] times the current one), else just `target`
+    /// ([`Fallback::Smaller`]), else heap pages ([`Fallback::HeapPages`]). The items' address
+    /// changes. On error nothing changed.
+    #[cold]
+    fn grow_reservation(
+        &mut self,
+        len: usize,
+        needed: usize,
+        target: usize,
+    ) -> Result<(), StorageError> {
+        let page_size = self.source.page_size();
+        let full = self.full_reserve_bytes(page_size).unwrap_or(usize::MAX);
+        let align_slack = self.item.align().saturating_sub(page_size);
+        let Backing::Reserved(reservation) = &mut self.backing else {
+            unreachable!("only a reserved buffer grows its reservation")
+        };
+        let on_heap = self.fallback == Fallback::HeapPages;
+        // Heap pages are real memory: they double, as a `Vec` does.
+        let factor = if on_heap { 2 } else { RESERVE_GROWTH };
+        let want = reservation.reserved_bytes().saturating_mul(factor).max(target).min(full);
+        if align_slack > 0 {
+            // Items aligned past a page: a moved range keeps its offset only modulo a page, so
+            // they are copied into a new reservation, at the first multiple of their alignment.
+            let source = if on_heap { heap_source() } else { Arc::clone(&self.source) };
+            let slack_target = target.saturating_add(align_slack).min(full);
+            let want = want.saturating_add(align_slack).min(full);
+            let Err(e) = self.move_by_copy(len, needed, want, &source) else { return Ok(()) };
+            if slack_target < want && self.move_by_copy(len, needed, slack_target, &source).is_ok()
+            {
+                self.fallback = self.fallback.max(Fallback::Smaller);
+                return Ok(());
+            }
+            if on_heap {
+                return Err(e);
+            }
+            return self.move_to_heap_pages(len, needed, slack_target.max(needed)).map_err(|_| e);
+        }
+        let first_error = reservation.grow_to(want).err();
+        let result = match first_error {
+            None => Ok(()),
+            Some(_) if want > target && reservation.grow_to(target).is_ok() => {
+                self.fallback = self.fallback.max(Fallback::Smaller);
+                Ok(())
+            }
+            Some(e) if on_heap => Err(e),
+            Some(e) => self.move_to_heap_pages(len, needed, target.max(needed)).map_err(|_| e),
+        };
+        result?;
+        let Backing::Reserved(reservation) = &self.backing else { unreachable!() };
+        // SAFETY: `offset` is below the committed prefix (it was before the move, and the
+        // prefix moved whole).
+        self.ptr = unsafe { reservation.as_ptr().add(self.offset) };
+        Ok(())
+    }
+
+    /// Moves the `len` items of a reserved buffer into heap pages of `bytes` (at least
+    /// `needed` committed), copying them. On error nothing changed.
+    fn move_to_heap_pages(
+        &mut self,
+        len: usize,
+        needed: usize,
+        bytes: usize,
+    ) -> Result<(), StorageError> {
+        self.move_by_copy(len, needed, bytes, &heap_source())?;
+        self.fallback = Fallback::HeapPages;
+        Ok(())
+    }
+
+    /// Moves the `len` items of a reserved buffer into a new reservation of `bytes` from
+    /// `source`, copying them to the first multiple of their alignment from their colour on,
+    /// with at least `needed` bytes (the old offset included) committed past that. On error
+    /// nothing changed.
+    fn move_by_copy(
+        &mut self,
+        len: usize,
+        needed: usize,
+        bytes: usize,
+        source: &Arc<dyn PageSource>,
+    ) -> Result<(), StorageError> {
+        let align = self.item.align();
+        let mut new = Reservation::new(Arc::clone(source), bytes)?;
+        // The colour (below a page) is kept; past a page there is none (the offset is then
+        // only the alignment's).
+        let colour = if align <= new.page_size() { self.offset } else { 0 };
+        let base = new.as_ptr().as_ptr().addr();
+        let offset = (base + colour).next_multiple_of(align) - base;
+        let items = needed.saturating_sub(self.offset);
+        if offset.saturating_add(items) > new.reserved_bytes() {
+            return Err(StorageError::CapacityExceeded {
+                capacity: self.max_capacity(),
+                requested: len,
+            });
+        }
+        new.commit_to((offset + items).max(1))?;
+        let Backing::Reserved(old) = &mut self.backing else {
+            unreachable!("only a reserved buffer moves by copying")
+        };
+        // SAFETY:
+        // - the old reservation holds `len` initialised items from `self.offset` on, inside its
+        //   committed prefix; the new one has `offset + items >= offset + len * size` bytes
+        //   committed (`items` covers every item); the two are distinct reservations.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                old.as_ptr().add(self.offset).as_ptr(),
+                new.as_ptr().add(offset).as_ptr(),
+                len * self.item.size(),
+            );
+        }
+        // SAFETY: `offset` lies inside the new reservation's committed prefix (checked above).
+        self.ptr = unsafe { new.as_ptr().add(offset) };
+        // The old reservation is released (a grown one is never spare).
+        **old = new;
+        self.offset = offset;
+        Ok(())
+    }
+
+    /// Takes a reservation for a buffer that needs `needed` bytes (its items' offset
+    /// included): `want` bytes (a spare one, for a column), else just `needed` in whole pages
+    /// ([`Fallback::Smaller`]), else heap pages ([`Fallback::HeapPages`]). On refusal all round,
+    /// the first error.
+    fn take_reservation(
+        &mut self,
+        want: usize,
+        needed: usize,
+    ) -> Result<(Reservation, Fallback), StorageError> {
+        if self.column
+            && let Some(r) = take_spare(&self.source, want, needed)
+        {
+            return Ok((r, Fallback::None));
+        }
+        let error = match Reservation::new(Arc::clone(&self.source), want) {
+            Ok(r) => return Ok((r, Fallback::None)),
+            Err(e) => e,
+        };
+        let page_size = self.source.page_size();
+        let smaller = needed.checked_next_multiple_of(page_size).unwrap_or(usize::MAX);
+        if smaller < want
+            && let Ok(r) = Reservation::new(Arc::clone(&self.source), smaller)
+        {
+            return Ok((r, Fallback::Smaller));
+        }
+        // Heap pages: room for twice what is needed now, as a `Vec` would take.
+        let heap = smaller.saturating_mul(2).min(want.max(smaller));
+        match Reservation::new(heap_source(), heap) {
+            Ok(r) => Ok((r, Fallback::HeapPages)),
+            Err(_) => Err(error),
         }
     }
 
@@ -367,36 +617,45 @@ impl RawBuf {
         // The box the reservation will live in, first: refused, nothing was made (`Box::new`
         // after the copy would abort instead).
         let slot = try_box_uninit::<Reservation>()?;
-        let mut reservation = if self.column {
-            // One page more, so the coloured start leaves `max_bytes` for the items. Rounding
-            // up is checked too: a wrapped size would make a reservation smaller than the items.
-            let reserved = self
-                .max_bytes
-                .checked_add(page_size + align_slack)
-                .and_then(|bytes| bytes.checked_next_multiple_of(page_size))
-                .ok_or_else(too_big)?;
-            match take_spare(&self.source, reserved, needed_bytes + colour) {
-                Some(r) => r,
-                None => Reservation::new(Arc::clone(&self.source), reserved)?,
-            }
+        // The whole capacity (a column's one page more, so the coloured start leaves
+        // `max_bytes` for the items). Rounding up is checked too: a wrapped size would make a
+        // reservation smaller than the items.
+        let full = self.full_reserve_bytes(page_size).ok_or_else(too_big)?;
+        let want = if self.growing {
+            let first = self.first_reserve_bytes(needed_bytes, page_size, full);
+            first.saturating_add(align_slack).min(full)
         } else {
-            let reserved = self.max_bytes.checked_add(align_slack).ok_or_else(too_big)?;
-            Reservation::new(Arc::clone(&self.source), reserved)?
+            full
         };
+        // What must fit: the items after their colour (and, past a page, their alignment).
+        let needed = needed_bytes.saturating_add(colour.max(align_slack));
+        let (mut reservation, mut fallback) = self.take_reservation(want, needed)?;
         // The items start at the first multiple of their alignment from the colour on: the
         // colour itself (the start is page aligned) unless the alignment is larger than a page.
-        let base = reservation.as_ptr().as_ptr().addr();
-        let offset = (base + colour).next_multiple_of(align) - base;
+        let mut base = reservation.as_ptr().as_ptr().addr();
+        let mut offset = (base + colour).next_multiple_of(align) - base;
         debug_assert!(offset <= colour.max(align_slack) && (base + offset).is_multiple_of(align));
-        let target = (needed_bytes + offset).max(page_size).min(reservation.reserved_bytes());
+        let mut target = (needed_bytes + offset).max(page_size).min(reservation.reserved_bytes());
         if let Err(e) = reservation.commit_to(target) {
+            // The kernel refused a commit in a fresh reservation (its mapping limit, or the
+            // commit charge): heap pages, unless they are gone too. An injected failure (no OS
+            // error code) is reported as it is.
+            let heap = (e.os_error().is_some() && fallback != Fallback::HeapPages)
+                .then(|| Reservation::new(heap_source(), needed.saturating_mul(2).min(want)))
+                .and_then(Result::ok);
             if self.column {
-                give_spare(reservation, &self.source);
+                give_spare(reservation, &self.source, self.spare_size());
             }
-            return Err(e);
+            let Some(heap) = heap else { return Err(e) };
+            reservation = heap;
+            fallback = Fallback::HeapPages;
+            base = reservation.as_ptr().as_ptr().addr();
+            offset = (base + colour).next_multiple_of(align) - base;
+            target = (needed_bytes + offset).max(page_size).min(reservation.reserved_bytes());
+            reservation.commit_to(target).map_err(|_| e)?;
         }
         // SAFETY: `offset < needed_bytes + offset <= target` (`needed_bytes > 0`, and the
-        // reservation holds `max_bytes + offset >= needed_bytes + offset`): inside the committed
+        // reservation holds at least `needed >= needed_bytes + offset`): inside the committed
         // prefix.
         let new = unsafe { reservation.as_ptr().add(offset) };
         if let Backing::Heap = self.backing {
@@ -416,6 +675,7 @@ impl RawBuf {
         self.cap = items_in(&reservation, offset, self.max_bytes, self.item.size());
         self.ptr = new;
         self.offset = offset;
+        self.fallback = fallback;
         self.backing = Backing::Reserved(Box::write(slot, reservation));
         Ok(())
     }
@@ -452,7 +712,8 @@ impl Drop for RawBuf {
         if let Backing::Reserved(reservation) = std::mem::replace(&mut self.backing, Backing::None)
             && self.column
         {
-            give_spare(*reservation, &self.source);
+            let first = self.spare_size();
+            give_spare(*reservation, &self.source, first);
         }
     }
 }

@@ -271,6 +271,12 @@ impl ComponentSparseSet {
         (total.0 + bookkeeping, total.1 + bookkeeping, total.2)
     }
 
+    /// The columns (values and their two tick columns), for what their reservations fell back
+    /// to ([`Column::fallback`]).
+    pub fn columns(&self) -> [&Column; 3] {
+        [&self.data, &self.added, &self.changed]
+    }
+
     /// Makes room for `additional` more entities; on error nothing changes (some columns may
     /// have committed more memory, which is harmless).
     #[inline]

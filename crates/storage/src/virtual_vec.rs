@@ -1,4 +1,5 @@
-//! [`VirtualVec`]: a `Vec` whose elements never move, on a reservation of address space.
+//! [`VirtualVec`]: a `Vec` on a reservation of address space, whose elements move only when it
+//! outgrows its reservation, and never with a fixed one.
 
 use std::alloc::Layout;
 use std::fmt;
@@ -10,18 +11,25 @@ use crate::error::StorageError;
 use crate::raw::RawBuf;
 use crate::vm::PageSource;
 
-/// A dense, growable array whose elements never move when it grows.
+/// A dense, growable array on a reservation of address space.
 ///
-/// The first push reserves the whole capacity of address space (no memory, no commit charge) and
-/// commits its first page; later pushes commit pages in place (see the crate's
+/// The first push reserves address space (no memory, no commit charge) and commits its first
+/// page; later pushes commit pages in place (see the crate's
 /// [growth policy](crate#growth-policy) for the step policy and its worst-case waste of one 1 MiB
 /// step). Past [`PREFAULT_FROM`](crate::vm::PREFAULT_FROM) (1 MiB) each commit is prefaulted in
 /// one call instead of one page fault per page, so those pages are resident from the commit on
 /// (see [`vm`](crate::vm), "Prefaulted commits"). With
 /// [`OsPagesWith::HUGE`](crate::vm::OsPagesWith::HUGE) as the source, commits past 8 MiB are whole
-/// 2 MiB huge pages (opt-in; see [`vm`](crate::vm), "Huge pages", for when they pay). Nothing is
-/// ever copied on growth, so a pointer to an element stays valid until that element is removed,
-/// and no push stalls on a reallocation.
+/// 2 MiB huge pages (opt-in; see [`vm`](crate::vm), "Huge pages", for when they pay).
+///
+/// How much it reserves, and so when its elements move (see [`vm`](crate::vm), "Address-space
+/// policy"):
+/// - [`VirtualVec::new`] reserves 1 MiB, and moves into a reservation four times larger when it
+///   outgrows it (on Linux the pages move, no element is copied): a pointer to an element stays
+///   valid until the next push or reserve that grows the reservation.
+/// - [`VirtualVec::with_max_capacity`] and [`VirtualVec::with_source`] reserve room for all
+///   `max_len` elements on the first push: nothing ever moves, so a pointer to an element stays
+///   valid until that element is removed, and no push stalls on a reallocation.
 ///
 /// # Safety model
 /// Elements `[0, len)` are initialised; `len <= buf.capacity()`. Every method keeps both facts,
@@ -56,13 +64,15 @@ impl<T> fmt::Display for PushError<T> {
 impl<T: fmt::Debug> std::error::Error for PushError<T> {}
 
 impl<T> VirtualVec<T> {
-    /// An empty array that will reserve the default address space
-    /// ([`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES)) on its first push.
+    /// An empty array with a growing reservation: 1 MiB of address space on its first push
+    /// ([`FIRST_RESERVE_BYTES`](crate::vm::FIRST_RESERVE_BYTES)), moving into larger ones as it
+    /// fills, up to [`DEFAULT_RESERVE_BYTES`](crate::vm::DEFAULT_RESERVE_BYTES).
     pub fn new() -> Self {
         Self::from_buf(RawBuf::with_defaults(Layout::new::<T>(), 0))
     }
 
-    /// An empty array that can hold at most `max_len` elements.
+    /// An empty array that can hold at most `max_len` elements, reserved whole on the first
+    /// push: its elements never move.
     pub fn with_max_capacity(max_len: usize) -> Self {
         Self::with_source(max_len, crate::vm::default_source())
     }
@@ -107,7 +117,7 @@ impl<T> VirtualVec<T> {
         self.buf.capacity()
     }
 
-    /// The most elements this array can ever hold (its reservation).
+    /// The most elements this array can ever hold.
     pub fn max_capacity(&self) -> usize {
         self.buf.max_capacity()
     }

@@ -6,9 +6,10 @@
 //!   pages over the range with `MAP_FIXED` (the kernel drops the pages and their commit charge;
 //!   re-committed pages read as zero), release is `munmap`. Commits past [`PREFAULT_FROM`] are
 //!   prefaulted with `madvise(MADV_POPULATE_WRITE)` (see "Prefaulted commits" below).
-//! - [`HeapPages`], which allocates the whole range from the global allocator up front. Miri
-//!   cannot run `mprotect`, so under `cfg(miri)` it is the default; it also serves as a portable
-//!   fallback in tests.
+//! - [`HeapPages`], which allocates the whole range from the global allocator when it is
+//!   reserved, and grows it by reallocation. Miri cannot run `mprotect`, so under `cfg(miri)` it
+//!   is the default; it is also where a container goes when the OS refuses its reservations
+//!   (see "Address-space policy" below).
 //! - [`FaultyPages`], which wraps another source and fails the k-th commit, so tests can prove that
 //!   a failed commit leaves every container unchanged.
 //!
@@ -67,10 +68,60 @@
 //! falls back to small pages itself. Nothing about contents changes: a huge page reads as zero
 //! when first touched, like a small one.
 //!
+//! # Address-space policy
+//! Address space is not free: x86-64 gives a process 128 TiB, `ulimit -v` (`RLIMIT_AS`) counts
+//! every reserved byte as if it were memory, and each reservation costs kernel mappings (Linux
+//! allows 65,530 per process). So containers reserve what they need, with room to grow, and
+//! move when they outgrow it:
+//!
+//! - **Growing reservations (the default).** A column (and a [`VirtualVec::new`]) leaves its
+//!   heap block for a reservation of [`FIRST_RESERVE_BYTES`] (1 MiB, or twice what it needs if
+//!   more). When its items outgrow it, it moves into one [`RESERVE_GROWTH`] (4) times larger
+//!   ([`Reservation::grow_to`], [`PageSource::remap`]), up to its limit
+//!   ([`DEFAULT_RESERVE_BYTES`], or [`StorageConfig::with_max_reserve_bytes`]). So reserved
+//!   address space is at most four times the committed memory (plus the first 1 MiB), and a
+//!   column that reaches 16 GiB moves seven times.
+//! - **Moving copies no data on Linux.** [`OsPages`] moves a reservation with
+//!   `mremap(MREMAP_FIXED)`: the committed pages keep their physical memory and only the page
+//!   tables move. Reservations of 2 MiB and more start on a 2 MiB boundary, so the kernel moves
+//!   one page-table entry per 2 MiB instead of one per 4 KiB page: moving a 400 MB column
+//!   touches 200 entries. [`HeapPages`] (miri, wasm, the fallback) reallocates, which copies.
+//! - **Fixed reservations, on request.** [`StorageConfig::with_reserve_bytes`] (and
+//!   [`VirtualVec::with_max_capacity`]) reserve the whole limit when the container leaves its
+//!   heap block, as folio did before: its items never move again, at the price of the whole
+//!   limit in address space per container.
+//! - **Falling back instead of failing.** When a source refuses a reservation (a low
+//!   `ulimit -v`, a full address space, or [`OsPages`]' mapping budget: at most a quarter of
+//!   `vm.max_map_count` reservations live at once, see [`mapping_budget`]), the container
+//!   takes a reservation of just what it needs now ([`Fallback::Smaller`]), and if that is
+//!   refused too, or the kernel refuses to commit pages in a fresh reservation, heap pages
+//!   ([`Fallback::HeapPages`]). Each container reports what it fell back to
+//!   ([`Column::fallback`]; `World::memory_stats` counts them). Only when the heap refuses too
+//!   is the operation refused, with a typed [`StorageError`](crate::StorageError).
+//!
+//! **When an address changes.** A container's items move only when it grows: a push (or a
+//! reserve) that leaves the heap block, or outgrows a growing reservation. Between such calls,
+//! and for as long as nothing is pushed, every address is stable; a container with a fixed
+//! reservation never moves after leaving its heap block. (Items aligned past a page are copied
+//! when their reservation grows, as a moved range keeps their offset only modulo a page.) The callers that keep raw pointers into a column across a call hold no `&mut`
+//! to it meanwhile (queries and their parallel iteration borrow the world; `Entities::reserve`
+//! reads only a counter and the freelist, never the metas; snapshots copy under `&World`), so
+//! none of them sees a move.
+//!
+//! [`VirtualVec::new`]: crate::VirtualVec::new
+//! [`VirtualVec::with_max_capacity`]: crate::VirtualVec::with_max_capacity
+//! [`StorageConfig::with_max_reserve_bytes`]: crate::StorageConfig::with_max_reserve_bytes
+//! [`StorageConfig::with_reserve_bytes`]: crate::StorageConfig::with_reserve_bytes
+//! [`Fallback::Smaller`]: crate::Fallback::Smaller
+//! [`Fallback::HeapPages`]: crate::Fallback::HeapPages
+//! [`Column::fallback`]: crate::Column::fallback
+//!
 //! # Safety model
-//! A `Reservation`'s bytes `[0, committed)` are readable and writable for as long as it lives and
-//! are never moved; bytes past `committed` must not be touched. The `PageSource` trait is `unsafe`
-//! to implement because containers rely on exactly that.
+//! A `Reservation`'s bytes `[0, committed)` are readable and writable for as long as it lives;
+//! bytes past `committed` must not be touched. They move only in [`Reservation::grow_to`]
+//! (which takes `&mut self`), keeping their contents; every pointer into the old range is
+//! invalid after it. The `PageSource` trait is `unsafe` to implement because containers rely on
+//! exactly that.
 
 use std::fmt;
 use std::io;
@@ -84,7 +135,7 @@ mod reservation;
 
 pub use faulty::FaultyPages;
 pub use heap::HeapPages;
-pub use os::{OsPages, OsPagesWith};
+pub use os::{OsPages, OsPagesWith, mapping_budget};
 pub use reservation::{HUGE_PAGES_FROM, PREFAULT_FROM, PREFAULT_MAX, Reservation};
 
 /// Something that hands out reserved address ranges and commits pages inside them.
@@ -155,6 +206,66 @@ pub unsafe trait PageSource: Send + Sync + fmt::Debug {
     /// - `ptr` and `len` are exactly what one call to `reserve` returned and was given, and the
     ///   range is not used again.
     unsafe fn release(&self, ptr: NonNull<u8>, len: usize);
+
+    /// Moves a reservation of `old_len` bytes whose first `committed` bytes are committed into
+    /// a new, larger reservation of `new_len` bytes, and returns its start.
+    ///
+    /// On `Ok` the old range is released (as by [`PageSource::release`]) and the new range's
+    /// first `committed` bytes are committed and hold what the old range's held; the rest of the
+    /// new range is reserved, uncommitted (it reads as zero once committed). On `Err` nothing
+    /// changed: the old range is as it was.
+    ///
+    /// The default reserves the new range, commits its prefix, copies the bytes over and
+    /// releases the old range. [`OsPages`] moves the pages instead (`mremap` on Linux: the page
+    /// tables move, no byte is copied); [`HeapPages`] reallocates.
+    ///
+    /// # Safety
+    /// - `ptr` and `old_len` are exactly what one call to `reserve` (or `remap`) returned and
+    ///   was given, and the range is not used again on `Ok`.
+    /// - `[ptr, ptr + committed)` is committed, `committed <= old_len < new_len`, and all three
+    ///   are multiples of the page size.
+    /// - Nothing reads or writes the range while this runs.
+    unsafe fn remap(
+        &self,
+        ptr: NonNull<u8>,
+        old_len: usize,
+        committed: usize,
+        new_len: usize,
+    ) -> Result<NonNull<u8>, io::Error> {
+        // SAFETY: forwarded from the caller.
+        unsafe { remap_by_copy(self, ptr, old_len, committed, new_len) }
+    }
+}
+
+/// [`PageSource::remap`] the portable way: reserve, commit, copy, release.
+///
+/// # Safety
+/// As for [`PageSource::remap`].
+pub(crate) unsafe fn remap_by_copy<S: PageSource + ?Sized>(
+    source: &S,
+    ptr: NonNull<u8>,
+    old_len: usize,
+    committed: usize,
+    new_len: usize,
+) -> Result<NonNull<u8>, io::Error> {
+    let new = source.reserve(new_len)?;
+    if committed > 0 {
+        // SAFETY:
+        // - `[new, new + committed)` lies inside the reservation just made (`committed <
+        //   new_len`), page aligned at both ends.
+        if let Err(e) = unsafe { source.commit(new, committed) } {
+            // SAFETY: the fresh reservation, exactly as `reserve` returned it, never used.
+            unsafe { source.release(new, new_len) };
+            return Err(e);
+        }
+        // SAFETY:
+        // - the caller guarantees the old prefix is committed and not in use; the new prefix
+        //   was just committed; the two reservations are distinct, so they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(ptr.as_ptr(), new.as_ptr(), committed) };
+    }
+    // SAFETY: the caller's old reservation, exactly as it was reserved, not used again.
+    unsafe { source.release(ptr, old_len) };
+    Ok(new)
 }
 
 static DEFAULT_SOURCE: LazyLock<Arc<dyn PageSource>> =
@@ -165,11 +276,23 @@ pub fn default_source() -> Arc<dyn PageSource> {
     Arc::clone(&DEFAULT_SOURCE)
 }
 
-/// How many bytes a container reserves when it is not told: 16 GiB of address space on 64-bit
-/// targets (about 8,000 full-size columns fit in x86-64's 128 TiB user space), 64 MiB under miri
-/// and on 32-bit targets, where address space or interpreter memory is scarce.
+/// The most bytes a container reserves when it is not told: 16 GiB of address space on 64-bit
+/// targets, 64 MiB under miri and on 32-bit targets, where address space or interpreter memory
+/// is scarce. A growing reservation (the default) starts at [`FIRST_RESERVE_BYTES`] and reaches
+/// this only when its items need it; a fixed one
+/// ([`StorageConfig::with_reserve_bytes`](crate::StorageConfig::with_reserve_bytes)) reserves
+/// its whole size at once.
 pub const DEFAULT_RESERVE_BYTES: usize =
     if cfg!(miri) || usize::BITS < 64 { 64 << 20 } else { 16 << 30 };
+
+/// The first reservation of a growing container (see "Address-space policy" above): 1 MiB of
+/// address space (64 KiB under miri, where heap pages stand in for it), or twice what the
+/// container needs when it moves out of its heap block, if that is more.
+pub const FIRST_RESERVE_BYTES: usize = if cfg!(miri) { 64 << 10 } else { 1 << 20 };
+
+/// How much larger each reservation of a growing container is than the one before: 4 times, so
+/// a column that grows from 1 MiB to 16 GiB moves seven times.
+pub const RESERVE_GROWTH: usize = 4;
 
 /// Rounds `n` up to a multiple of `to` (a power of two); `None` on overflow.
 #[inline]

@@ -1,5 +1,7 @@
 //! Memory statistics and the consistency check that the tests lean on.
 
+use folio_storage::Fallback;
+
 use super::rows::table_index;
 use super::{MemoryStats, TableMemory, World};
 use crate::component::ComponentId;
@@ -27,6 +29,23 @@ impl World {
             stats.reserved += reserved;
             stats.committed += committed;
             stats.used += used;
+        }
+        let (reserved, committed, _) = self.entities.memory();
+        stats.reserved += reserved;
+        stats.committed += committed;
+        let fallbacks = self
+            .tables
+            .iter()
+            .flat_map(Table::all_columns)
+            .chain(self.sparse_sets.iter().flatten().flat_map(|set| set.columns()))
+            .map(|column| column.fallback())
+            .chain(std::iter::once(self.entities.fallback()));
+        for fallback in fallbacks {
+            match fallback {
+                Fallback::None => {}
+                Fallback::Smaller => stats.smaller_reservations += 1,
+                Fallback::HeapPages => stats.heap_page_columns += 1,
+            }
         }
         stats
     }

@@ -56,7 +56,8 @@ fn push_read_swap_remove() {
 
 #[test]
 fn small_columns_live_on_the_heap_then_move_once() {
-    let mut c = Column::of::<u64>();
+    // A fixed reservation: the items move once, out of the heap block, and never again.
+    let mut c = StorageConfig::new().with_reserve_bytes(64 << 20).column_of::<u64>();
     push(&mut c, 0u64);
     assert!(!c.is_reserved());
     let (reserved, committed, used) = c.memory();
@@ -74,7 +75,7 @@ fn small_columns_live_on_the_heap_then_move_once() {
     for i in small_items + 1..n {
         push(&mut c, i as u64);
     }
-    assert_eq!(c.as_ptr(), moved_to, "a reserved column never moves");
+    assert_eq!(c.as_ptr(), moved_to, "a fixed reservation never moves");
     assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
 }
 
@@ -384,4 +385,141 @@ fn a_column_commits_in_small_steps() {
     assert!(steps.iter().all(|&s| s <= COLUMN_COMMIT_STEP + 4096), "{steps:?}");
     assert!(steps.iter().filter(|&&s| s == COLUMN_COMMIT_STEP).count() >= 20, "{steps:?}");
     assert_eq!(values::<u64>(&c)[12_345], 12_345);
+}
+
+/// A growing column (the default) keeps its address until it outgrows its reservation, then
+/// moves into a larger one, keeping every value in order; past the first move it never
+/// copies through the heap (its fallback stays `None`).
+#[test]
+fn a_growing_column_moves_only_when_it_outgrows_its_reservation_and_keeps_every_value() {
+    let mut c = Column::of::<u64>();
+    assert!(c.is_growing());
+    let n = if MIRI { 40_000 } else { 3_000_000 };
+    let (mut ptr, mut reserved, mut moves) = (c.as_ptr(), 0, 0);
+    for i in 0..n as u64 {
+        push(&mut c, i);
+        let now = c.memory().0;
+        if !c.is_reserved() {
+            ptr = c.as_ptr(); // the heap block doubles, as a `Vec`'s does
+            continue;
+        }
+        if now != reserved {
+            if reserved != 0 {
+                moves += 1;
+                assert!(now >= reserved * crate::vm::RESERVE_GROWTH, "geometric growth");
+            }
+            reserved = now;
+            ptr = c.as_ptr();
+        }
+        assert_eq!(c.as_ptr(), ptr, "moved at push {i} without a larger reservation");
+    }
+    assert!(moves >= 2, "the column moved {moves} times");
+    assert_eq!(c.fallback(), crate::Fallback::None);
+    assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
+    let (reserved, committed, used) = c.memory();
+    assert!(used <= committed && committed <= reserved);
+    assert!(reserved <= used * 2 * crate::vm::RESERVE_GROWTH, "reserved {reserved} for {used}");
+}
+
+/// Values that need dropping, zero-sized ones and over-aligned ones survive a move: nothing is
+/// dropped by a move, and each value is dropped once at the end.
+#[test]
+fn drops_zsts_and_over_aligned_items_survive_a_move() {
+    let drops = Counter::default();
+    let mut c = Column::of::<Tracked>();
+    let n = if MIRI { 6_000 } else { 200_000 };
+    for i in 0..n {
+        push(&mut c, Tracked::new(i, &drops));
+    }
+    assert!(c.memory().0 > crate::vm::FIRST_RESERVE_BYTES * 2, "it moved at least once");
+    assert_eq!(drops.get(), 0, "a move drops nothing");
+    // SAFETY: the column holds `Tracked`s.
+    let tracked = unsafe { c.as_slice::<Tracked>() };
+    assert!(tracked.iter().enumerate().all(|(i, t)| t.value == i as u64));
+    drop(c);
+    assert_eq!(drops.get(), n as usize);
+
+    let mut z = Column::of::<()>();
+    let zsts = if MIRI { 1_000 } else { 100_000 };
+    for _ in 0..zsts {
+        push(&mut z, ());
+    }
+    assert_eq!((z.len(), z.memory().0), (zsts, 0), "zero-sized items reserve nothing");
+
+    let mut a = Column::of::<Align64>();
+    let mut p = Column::of::<Align4096>();
+    let n = if MIRI { 300 } else { 20_000 };
+    for i in 0..n {
+        push(&mut a, Align64(i));
+        push(&mut p, Align4096(i));
+    }
+    assert!(a.memory().0 > crate::vm::FIRST_RESERVE_BYTES * 2 && p.memory().0 > 64 << 20);
+    assert!(a.as_ptr().as_ptr().addr().is_multiple_of(64));
+    assert!(p.as_ptr().as_ptr().addr().is_multiple_of(4096));
+    assert!(values::<Align64>(&a).iter().enumerate().all(|(i, v)| v.0 == i as u64));
+    assert!(values::<Align4096>(&p).iter().enumerate().all(|(i, v)| v.0 == i as u64));
+
+    // Past a page, a move keeps the offset only modulo a page: such items are copied to the
+    // first multiple of their alignment in the new reservation.
+    let mut big = Column::of::<Align8192>();
+    let n = if MIRI { 16 } else { 2_000 };
+    for i in 0..n {
+        push(&mut big, Align8192(i));
+        assert!(big.as_ptr().as_ptr().addr().is_multiple_of(8192), "after push {i}");
+    }
+    assert!(big.memory().0 > 4 * crate::vm::FIRST_RESERVE_BYTES || MIRI, "it moved");
+    assert!(values::<Align8192>(&big).iter().enumerate().all(|(i, v)| v.0 == i as u64));
+}
+
+/// A refused commit right after a move leaves the values, the length and the committed bytes
+/// as they were (the items now live in the larger reservation); the next push succeeds.
+#[test]
+fn a_failed_commit_during_growth_leaves_the_column_unchanged() {
+    let source = FaultyPages::failing_commit(0);
+    let config = StorageConfig::new().with_source(source.clone());
+    let mut c = config.column_of::<u64>();
+    let mut i = 0u64;
+    // Past the first move, up to a full reservation: the next push moves again.
+    while c.memory().0 <= crate::vm::FIRST_RESERVE_BYTES * 2
+        || c.len() < c.capacity()
+        || c.memory().1 < c.memory().0
+    {
+        push(&mut c, i);
+        i += 1;
+    }
+    let (len, (reserved, committed, _)) = (c.len(), c.memory());
+    source.fail_commit_after(1);
+    let value = i;
+    // SAFETY: the column holds `u64`s; on error the value stays ours (a `u64`: nothing to drop).
+    let result = unsafe { c.try_push((&raw const value).cast()) };
+    assert!(matches!(result, Err(StorageError::Commit { .. })), "{result:?}");
+    assert_eq!((c.len(), c.memory().1), (len, committed));
+    assert!(c.memory().0 > reserved, "the move itself succeeded");
+    assert!(values::<u64>(&c).iter().enumerate().all(|(k, &v)| v == k as u64));
+    push(&mut c, i);
+    assert_eq!(values::<u64>(&c)[i as usize], i);
+}
+
+/// A source that refuses reservations over half the first reservation's size: the growing
+/// column takes a smaller one, then falls back to heap pages when even that is refused; every
+/// value stays, in order. A fixed reservation the source refuses falls back the same way.
+#[test]
+fn a_refused_reservation_falls_back_to_a_smaller_one_then_to_heap_pages() {
+    let limit = crate::vm::FIRST_RESERVE_BYTES / 2;
+    let n = limit / 8 * 2;
+    for config in [StorageConfig::new(), StorageConfig::new().with_reserve_bytes(1 << 30)] {
+        let source = FaultyPages::refusing_reserve_over(limit);
+        let mut c = config.with_source(source.clone()).column_of::<u64>();
+        for i in 0..n as u64 {
+            push(&mut c, i);
+            if c.is_reserved() && c.len() * 8 < limit / 2 {
+                assert_eq!(c.fallback(), crate::Fallback::Smaller, "{} items", c.len());
+            }
+        }
+        assert_eq!(c.fallback(), crate::Fallback::HeapPages);
+        assert!(source.reserves() >= 2);
+        assert!(values::<u64>(&c).iter().enumerate().all(|(i, &v)| v == i as u64));
+        let (reserved, committed, used) = c.memory();
+        assert!(used <= committed && committed <= reserved && reserved <= 2 * used + (64 << 10));
+    }
 }

@@ -59,6 +59,16 @@ impl Entities {
         self.max_len
     }
 
+    /// `(reserved, committed, used)` bytes of the metas (one per index ever used).
+    pub fn memory(&self) -> (usize, usize, usize) {
+        self.metas.column.memory()
+    }
+
+    /// What the metas' reservation fell back to (see [`Column::fallback`](crate::Column::fallback)).
+    pub fn fallback(&self) -> crate::Fallback {
+        self.metas.column.fallback()
+    }
+
     /// Makes a new live entity, with location [`EntityLocation::INVALID`] until it is set.
     ///
     /// Reuses the index freed longest ago, if any, else takes a new one.

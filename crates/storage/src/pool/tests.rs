@@ -27,8 +27,8 @@ fn insert_remove_reuses_holes_lifo() {
 }
 
 #[test]
-fn values_never_move() {
-    let mut p = VirtualPool::new();
+fn values_never_move_in_a_pool_of_fixed_capacity() {
+    let mut p = VirtualPool::with_max_capacity(1 << 20);
     let first = p.insert(1u64);
     let addr = p.get(first).unwrap() as *const u64;
     let n = if MIRI { 2000 } else { 200_000 };

@@ -28,9 +28,9 @@ fn push_get_pop_swap_remove() {
 }
 
 #[test]
-fn addresses_never_change_on_push() {
-    let n = if MIRI { 3000 } else { 1_000_000 };
-    let mut v = VirtualVec::new();
+fn addresses_never_change_on_push_with_a_fixed_capacity() {
+    let n: u64 = if MIRI { 3000 } else { 1_000_000 };
+    let mut v = VirtualVec::with_max_capacity(n as usize);
     v.push(0u64);
     let first = v.as_ptr();
     let mut tenth = None;
@@ -78,7 +78,7 @@ fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
     let source: Arc<dyn crate::vm::PageSource> = Arc::new(OsPagesWith::HUGE);
     let Some(huge) = source.huge_page_size() else { return };
     let n = 3_000_000usize;
-    let mut v = VirtualVec::with_source(1 << 30, source);
+    let mut v = VirtualVec::with_source(1 << 24, source);
     v.push(0u64);
     let first = v.as_ptr();
     assert!(first.addr().is_multiple_of(huge), "a large reservation starts on a huge page");
@@ -109,7 +109,7 @@ fn large_arrays_commit_whole_huge_pages_and_shrink_back() {
 fn refused_huge_pages_fall_back_silently() {
     let source = Arc::new(FaultyPages::new(Arc::new(OsPagesWith::HUGE), 0));
     source.refuse_huge_pages(true);
-    let mut v = VirtualVec::with_source(1 << 30, source.clone());
+    let mut v = VirtualVec::with_source(1 << 24, source.clone());
     for i in 0..3_000_000u64 {
         v.push(i);
     }
@@ -344,4 +344,26 @@ fn shrinking_never_raises_capacity_past_the_maximum() {
     v.shrink_to_fit().unwrap();
     assert!(v.capacity() <= v.max_capacity());
     assert!(v.try_push(100).is_err());
+}
+
+/// `VirtualVec::new` starts with a small reservation and moves into larger ones as it fills:
+/// every element is kept in order, and reserved address space stays within a factor of what
+/// the elements use.
+#[test]
+fn a_growing_vec_keeps_every_element_across_moves() {
+    let n: u64 = if MIRI { 30_000 } else { 2_000_000 };
+    let mut v = VirtualVec::new();
+    let mut moves = 0;
+    let mut at = v.as_ptr();
+    for i in 0..n {
+        v.push(i);
+        if v.as_ptr() != at {
+            moves += 1;
+            at = v.as_ptr();
+        }
+    }
+    assert!(moves >= 2, "{moves} moves");
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64));
+    assert!(v.reserved_bytes() <= v.len() * 8 * crate::vm::RESERVE_GROWTH * 2);
+    assert_eq!(v.max_capacity(), crate::vm::DEFAULT_RESERVE_BYTES / 8);
 }

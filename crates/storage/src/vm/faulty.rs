@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use super::{PageSource, default_source};
 
 /// A source that fails the k-th commit (counting from 1) and forwards everything else; it can
-/// also refuse huge-page advice.
+/// also refuse huge-page advice, and reservations over a size.
 ///
 /// For tests: it proves that a container is unchanged when the OS refuses memory, and that a
 /// reservation falls back to small pages when `madvise` is refused.
@@ -20,6 +20,10 @@ pub struct FaultyPages {
     fail_at: AtomicUsize,
     refuse_huge_pages: AtomicBool,
     huge_advice: AtomicUsize,
+    /// Reservations (and remaps) larger than this are refused.
+    refuse_reserve_over: AtomicUsize,
+    /// Reservations asked for so far, refused ones and remaps included.
+    reserves: AtomicUsize,
 }
 
 impl FaultyPages {
@@ -31,6 +35,8 @@ impl FaultyPages {
             fail_at: AtomicUsize::new(fail_at),
             refuse_huge_pages: AtomicBool::new(false),
             huge_advice: AtomicUsize::new(0),
+            refuse_reserve_over: AtomicUsize::new(usize::MAX),
+            reserves: AtomicUsize::new(0),
         }
     }
 
@@ -56,6 +62,32 @@ impl FaultyPages {
         self.refuse_huge_pages.store(refuse, Ordering::SeqCst);
     }
 
+    /// Refuses every later reservation (and [`PageSource::remap`]) of more than `bytes`, as a
+    /// low `ulimit -v` or a full address space would; `usize::MAX` refuses none.
+    pub fn refuse_reserve_over(&self, bytes: usize) {
+        self.refuse_reserve_over.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Wraps the default source, refusing reservations of more than `bytes`.
+    pub fn refusing_reserve_over(bytes: usize) -> Arc<Self> {
+        let source = Self::new(default_source(), 0);
+        source.refuse_reserve_over(bytes);
+        Arc::new(source)
+    }
+
+    /// How many reservations and remaps were asked for so far, refused ones included.
+    pub fn reserves(&self) -> usize {
+        self.reserves.load(Ordering::SeqCst)
+    }
+
+    fn check_reserve(&self, len: usize) -> Result<(), io::Error> {
+        self.reserves.fetch_add(1, Ordering::SeqCst);
+        if len > self.refuse_reserve_over.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::OutOfMemory, "injected reserve refusal"));
+        }
+        Ok(())
+    }
+
     /// How many huge-page advice calls were asked for so far, refused ones included.
     pub fn huge_page_advice(&self) -> usize {
         self.huge_advice.load(Ordering::SeqCst)
@@ -63,8 +95,8 @@ impl FaultyPages {
 }
 
 // SAFETY:
-// - every call is forwarded to `inner`, which upholds the contract, except failed commits and
-//   refused huge-page advice, which change nothing.
+// - every call is forwarded to `inner`, which upholds the contract, except failed commits,
+//   refused reservations and remaps, and refused huge-page advice, which change nothing.
 unsafe impl PageSource for FaultyPages {
     fn page_size(&self) -> usize {
         self.inner.page_size()
@@ -75,7 +107,21 @@ unsafe impl PageSource for FaultyPages {
     }
 
     fn reserve(&self, len: usize) -> Result<NonNull<u8>, io::Error> {
+        self.check_reserve(len)?;
         self.inner.reserve(len)
+    }
+
+    unsafe fn remap(
+        &self,
+        ptr: NonNull<u8>,
+        old_len: usize,
+        committed: usize,
+        new_len: usize,
+    ) -> Result<NonNull<u8>, io::Error> {
+        self.check_reserve(new_len)?;
+        // SAFETY:
+        // - forwarded unchanged: the caller's guarantees hold for `inner`.
+        unsafe { self.inner.remap(ptr, old_len, committed, new_len) }
     }
 
     unsafe fn advise_huge_pages(&self, ptr: NonNull<u8>, len: usize) -> Result<(), io::Error> {

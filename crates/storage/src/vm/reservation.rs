@@ -57,13 +57,46 @@ impl Reservation {
         let base = source
             .reserve(reserved)
             .map_err(|source| StorageError::Reserve { bytes: reserved, source })?;
-        let huge_page = source.huge_page_size().filter(|&huge| {
-            huge.is_power_of_two()
-                && huge > page
-                && reserved > HUGE_PAGES_FROM
-                && base.as_ptr().addr().is_multiple_of(huge)
-        });
+        let huge_page = huge_page_for(&*source, base, reserved);
         Ok(Self { base, reserved, committed: 0, huge_page, advised: false, source })
+    }
+
+    /// Moves the reservation into a larger one of at least `bytes` (rounded up to whole pages),
+    /// keeping the committed prefix's contents ([`PageSource::remap`]: [`OsPages`] moves the
+    /// pages without copying a byte, [`HeapPages`] reallocates). The start changes: every
+    /// pointer into the old range is invalid afterwards. On error nothing changes.
+    ///
+    /// [`OsPages`]: super::OsPages
+    /// [`HeapPages`]: super::HeapPages
+    pub fn grow_to(&mut self, bytes: usize) -> Result<(), StorageError> {
+        let page = self.page_size();
+        let reserved = round_up(bytes, page).ok_or_else(|| StorageError::Reserve {
+            bytes,
+            source: io::Error::new(io::ErrorKind::InvalidInput, "size overflows usize"),
+        })?;
+        if reserved <= self.reserved {
+            return Ok(());
+        }
+        // SAFETY:
+        // - `base` and `reserved` are what `reserve` (or an earlier `remap`) returned and was
+        //   given; `[0, committed)` is committed; all three lengths are page multiples and
+        //   `committed <= self.reserved < reserved`.
+        // - `&mut self`: nothing uses the range meanwhile; on `Ok` the old range is dropped
+        //   from `self` at once, so it is never used again.
+        let base = unsafe { self.source.remap(self.base, self.reserved, self.committed, reserved) }
+            .map_err(|source| StorageError::Reserve { bytes: reserved, source })?;
+        self.base = base;
+        self.reserved = reserved;
+        // The huge page advice moved with the committed pages, not to the new rest: the next
+        // commit past the threshold advises the whole range again.
+        self.advised = false;
+        self.huge_page = huge_page_for(&*self.source, base, reserved);
+        Ok(())
+    }
+
+    /// The source the pages come from.
+    pub fn source(&self) -> &Arc<dyn PageSource> {
+        &self.source
     }
 
     /// The start of the range.
@@ -195,6 +228,16 @@ impl Reservation {
         // - `offset <= reserved`, so the result is inside the reservation or one past its end.
         unsafe { self.base.add(offset) }
     }
+}
+
+/// The huge page size a reservation of `reserved` bytes at `base` from `source` can use.
+fn huge_page_for(source: &dyn PageSource, base: NonNull<u8>, reserved: usize) -> Option<usize> {
+    source.huge_page_size().filter(|&huge| {
+        huge.is_power_of_two()
+            && huge > source.page_size()
+            && reserved > HUGE_PAGES_FROM
+            && base.as_ptr().addr().is_multiple_of(huge)
+    })
 }
 
 impl Drop for Reservation {

@@ -316,3 +316,96 @@ fn commits_past_a_mebibyte_are_resident_at_once_and_read_zero() {
     fill(&mut plain, PREFAULT_FROM, PREFAULT_FROM + 4096, 1);
     assert_eq!(resident_kib(&plain), 4);
 }
+
+#[test]
+fn grow_to_moves_the_committed_bytes_and_the_new_rest_reads_zero() {
+    for source in sources() {
+        let page = source.page_size();
+        let mut r = Reservation::new(source, 8 * page).unwrap();
+        r.commit_to(3 * page).unwrap();
+        // SAFETY: three pages are committed.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(r.as_ptr().as_ptr(), 3 * page) };
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        r.grow_to(600 * page + 1).unwrap();
+        assert_eq!((r.reserved_bytes(), r.committed_bytes()), (601 * page, 3 * page));
+        r.commit_to(601 * page).unwrap();
+        // SAFETY: the whole reservation is committed now.
+        let bytes = unsafe { std::slice::from_raw_parts(r.as_ptr().as_ptr(), 601 * page) };
+        assert!(bytes[..3 * page].iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        assert!(bytes[3 * page..].iter().all(|&b| b == 0), "the new rest reads zero");
+        // Growing to a size it already has changes nothing.
+        let at = r.as_ptr();
+        r.grow_to(page).unwrap();
+        assert_eq!((r.as_ptr(), r.reserved_bytes()), (at, 601 * page));
+    }
+}
+
+#[test]
+fn a_refused_grow_leaves_the_reservation_unchanged() {
+    let source = FaultyPages::refusing_reserve_over(1 << 20);
+    let page = source.page_size();
+    let mut r = Reservation::new(source.clone(), 16 * page).unwrap();
+    r.commit_to(2 * page).unwrap();
+    // SAFETY: two pages are committed.
+    unsafe { r.as_ptr().as_ptr().write_bytes(0x5A, 2 * page) };
+    let at = r.as_ptr();
+    let err = r.grow_to(2 << 20).unwrap_err();
+    assert!(matches!(err, StorageError::Reserve { .. }), "{err}");
+    assert_eq!((r.as_ptr(), r.reserved_bytes(), r.committed_bytes()), (at, 16 * page, 2 * page));
+    // SAFETY: still two committed pages at the same place.
+    let kept = unsafe { std::slice::from_raw_parts(r.as_ptr().as_ptr(), 2 * page) };
+    assert!(kept.iter().all(|&b| b == 0x5A));
+    assert_eq!(source.reserves(), 2);
+}
+
+/// The physical frame behind the page at `addr`, from `/proc/self/pagemap`; `None` when the
+/// kernel hides frame numbers (an unprivileged process reads zeros) or the page is not present.
+#[cfg(target_os = "linux")]
+fn frame_of(addr: usize) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open("/proc/self/pagemap").ok()?;
+    file.seek(SeekFrom::Start((addr / region::page::size() * 8) as u64)).ok()?;
+    let mut entry = [0u8; 8];
+    file.read_exact(&mut entry).ok()?;
+    let entry = u64::from_le_bytes(entry);
+    let present = entry >> 63 == 1;
+    let frame = entry & ((1 << 55) - 1);
+    (present && frame != 0).then_some(frame)
+}
+
+/// On Linux, growing an OS reservation moves its pages (`mremap`): the committed bytes keep
+/// their physical frames, so nothing was copied, and reservations of 2 MiB and more start on a
+/// 2 MiB boundary (whole page-table pages move).
+#[test]
+#[cfg(target_os = "linux")]
+#[cfg_attr(miri, ignore = "miri cannot mmap")]
+fn os_pages_grow_by_moving_pages_not_copying_them() {
+    let mut r = Reservation::new(Arc::new(OsPages), 4 << 20).unwrap();
+    assert!(r.as_ptr().as_ptr().addr().is_multiple_of(2 << 20));
+    r.commit_to(3 << 20).unwrap();
+    let page = r.page_size();
+    let pages: Vec<usize> = (0..(3 << 20) / page).step_by(97).collect();
+    let mut frames = Vec::new();
+    for &p in &pages {
+        // SAFETY: page `p` is committed.
+        unsafe { r.as_ptr().as_ptr().add(p * page).write(p as u8 | 1) };
+        frames.push(frame_of(r.as_ptr().as_ptr().addr() + p * page));
+    }
+    let old = r.as_ptr();
+    r.grow_to(64 << 20).unwrap();
+    assert_ne!(r.as_ptr(), old);
+    assert!(r.as_ptr().as_ptr().addr().is_multiple_of(2 << 20));
+    for (&p, &frame) in pages.iter().zip(&frames) {
+        // SAFETY: page `p` is committed (the committed prefix moved whole).
+        assert_eq!(unsafe { r.as_ptr().as_ptr().add(p * page).read() }, p as u8 | 1);
+        if frame.is_some() {
+            let now = frame_of(r.as_ptr().as_ptr().addr() + p * page);
+            assert_eq!(now, frame, "page {p} was copied to another frame");
+        }
+    }
+    r.commit_to(64 << 20).unwrap();
+    // SAFETY: the whole reservation is committed; the new rest reads zero.
+    assert_eq!(unsafe { r.as_ptr().as_ptr().add((64 << 20) - 1).read() }, 0);
+}
