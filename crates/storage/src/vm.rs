@@ -1,7 +1,8 @@
 //! Virtual memory: reserve address space, commit pages as they fill, decommit them in place.
 //!
 //! A [`PageSource`] is the small interface to whatever hands out pages. Three implement it:
-//! - [`OsPages`], on the `region` crate: a reservation is an `mmap` with `PROT_NONE` (no memory
+//! - [`OsPages`], on the `region` crate (Unix only; see
+//!   [Targets without virtual memory](self#targets-without-virtual-memory)): a reservation is an `mmap` with `PROT_NONE` (no memory
 //!   and no commit charge), commit is `mprotect(READ_WRITE)`, decommit maps fresh `PROT_NONE`
 //!   pages over the range with `MAP_FIXED` (the kernel drops the pages and their commit charge;
 //!   re-committed pages read as zero), release is `munmap`. Commits past [`PREFAULT_FROM`] are
@@ -67,6 +68,24 @@
 //! falls back to small pages itself. Nothing about contents changes: a huge page reads as zero
 //! when first touched, like a small one.
 //!
+//! # Targets without virtual memory
+//! [`OsPages`] exists on the targets that can reserve address space without memory: Unix, except
+//! wasm. On every other target — wasm32 (the web, and WASI runtimes) above all, where a module has one linear memory that only grows and has no page
+//! protection — the crate builds without `region` and `libc`, and [`default_source`] is
+//! [`HeapPages`]: the same [`PageSource`] interface, so every container, world, query and
+//! schedule works unchanged. What differs is the cost model, not the contract:
+//! - a reservation is a heap block, so it costs the memory it spans; [`DEFAULT_RESERVE_BYTES`]
+//!   is 16 MiB there (a column of 16-byte components holds a million of them), and a container
+//!   that needs more gets [`StorageError::CapacityExceeded`](crate::StorageError::CapacityExceeded)
+//!   — a world that needs bigger columns says so with
+//!   [`StorageConfig::with_reserve_bytes`](crate::StorageConfig::with_reserve_bytes);
+//! - decommitted pages are zeroed, not given back: linear memory never shrinks;
+//! - a heap reservation is allocated whole and never moves, so items keep their addresses as on
+//!   OS pages. A heap source that grows a reservation by reallocating it instead of failing
+//!   trades that away: growth may copy, and the items of a growing column may move, as a
+//!   `Vec`'s do. Either way nothing unsound is possible: a column grows only through `&mut`,
+//!   so no borrow of an item outlives a growth.
+//!
 //! # Safety model
 //! A `Reservation`'s bytes `[0, committed)` are readable and writable for as long as it lives and
 //! are never moved; bytes past `committed` must not be touched. The `PageSource` trait is `unsafe`
@@ -79,11 +98,13 @@ use std::sync::{Arc, LazyLock};
 
 mod faulty;
 mod heap;
+#[cfg(all(unix, not(target_family = "wasm")))]
 mod os;
 mod reservation;
 
 pub use faulty::FaultyPages;
 pub use heap::HeapPages;
+#[cfg(all(unix, not(target_family = "wasm")))]
 pub use os::{OsPages, OsPagesWith};
 pub use reservation::{HUGE_PAGES_FROM, PREFAULT_FROM, PREFAULT_MAX, Reservation};
 
@@ -157,19 +178,36 @@ pub unsafe trait PageSource: Send + Sync + fmt::Debug {
     unsafe fn release(&self, ptr: NonNull<u8>, len: usize);
 }
 
+/// Whether this build has the OS page source: Unix targets other than wasm (see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)).
+pub const HAS_OS_PAGES: bool = cfg!(all(unix, not(target_family = "wasm")));
+
+#[cfg(all(unix, not(target_family = "wasm")))]
 static DEFAULT_SOURCE: LazyLock<Arc<dyn PageSource>> =
     LazyLock::new(|| if cfg!(miri) { Arc::new(HeapPages::new()) } else { Arc::new(OsPages) });
 
-/// The source containers use unless told otherwise: [`OsPages`], or [`HeapPages`] under miri.
+#[cfg(not(all(unix, not(target_family = "wasm"))))]
+static DEFAULT_SOURCE: LazyLock<Arc<dyn PageSource>> = LazyLock::new(|| Arc::new(HeapPages::new()));
+
+/// The source containers use unless told otherwise: `OsPages` on targets with virtual memory,
+/// [`HeapPages`] under miri and on targets without it (wasm32; see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)).
 pub fn default_source() -> Arc<dyn PageSource> {
     Arc::clone(&DEFAULT_SOURCE)
 }
 
 /// How many bytes a container reserves when it is not told: 16 GiB of address space on 64-bit
 /// targets (about 8,000 full-size columns fit in x86-64's 128 TiB user space), 64 MiB under miri
-/// and on 32-bit targets, where address space or interpreter memory is scarce.
-pub const DEFAULT_RESERVE_BYTES: usize =
-    if cfg!(miri) || usize::BITS < 64 { 64 << 20 } else { 16 << 30 };
+/// and on other 32-bit targets, where address space or interpreter memory is scarce, and 16 MiB
+/// on wasm, whose heap page source allocates what it reserves (see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)).
+pub const DEFAULT_RESERVE_BYTES: usize = if cfg!(target_family = "wasm") {
+    16 << 20
+} else if cfg!(miri) || usize::BITS < 64 {
+    64 << 20
+} else {
+    16 << 30
+};
 
 /// Rounds `n` up to a multiple of `to` (a power of two); `None` on overflow.
 #[inline]
