@@ -7,6 +7,8 @@
 //! different points and then keep operating at the limit; and heap blocks too large for
 //! what is left (a batch's list, the values a batch hands back, `clear`'s removal-log room, a
 //! hooked batch's list), each refused with [`StorageError::Alloc`].
+// Native only: child processes under `prlimit`; wasm32 runs neither.
+#![cfg(not(target_family = "wasm"))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

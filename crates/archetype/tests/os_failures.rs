@@ -191,6 +191,7 @@ fn apply(world: &mut World, expected: &mut Expected, step: Step) -> Result<(), E
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_refused_commit_anywhere_changes_nothing() {
     // A fault-free run counts the commits the workload makes.
     let counter = FaultyPages::failing_commit(0);
@@ -393,6 +394,7 @@ const PANICKING_OPS: &[(&str, PanickingOp)] = &[
 ];
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_refused_flush_in_an_operation_that_panics_leaves_no_half_made_entity() {
     for (at, (name, op)) in cases(PANICKING_OPS) {
         let what = format!("{name}, {at:?}");
@@ -468,6 +470,7 @@ const CHILD: &str = "FOLIO_PRLIMIT_CHILD";
 
 #[test]
 #[cfg_attr(miri, ignore = "starts a process")]
+#[cfg_attr(target_family = "wasm", ignore = "starts a child process, which wasm32 cannot")]
 fn a_refused_reservation_under_prlimit_falls_back() {
     if std::env::var_os(CHILD).is_some() {
         return prlimit_child();
@@ -589,6 +592,7 @@ const MAP_CHILD: &str = "FOLIO_MAP_COUNT_CHILD";
 
 #[test]
 #[cfg_attr(miri, ignore = "starts a process")]
+#[cfg_attr(target_family = "wasm", ignore = "starts a child process, which wasm32 cannot")]
 fn the_mapping_count_limit_falls_back_to_heap_pages() {
     if std::env::var_os(MAP_CHILD).is_some() {
         return map_count_child();

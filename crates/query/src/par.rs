@@ -9,6 +9,12 @@ use crate::fetch::{QueryData, QueryFilter};
 use crate::iter::{QueryIter, fold_dense, smallest_set};
 use crate::state::{IterMode, Matches};
 
+/// Whether this target can run threads. wasm32 without the `atomics` feature (the web's
+/// wasm32-unknown-unknown, WASI's wasm32-wasip1) cannot: there rayon's pool is not asked for at
+/// all, and every parallel iteration runs on the calling thread, in the order a sequential
+/// iteration visits the items.
+const THREADS: bool = !cfg!(all(target_family = "wasm", not(target_feature = "atomics")));
+
 /// The fewest rows a batch gets by default.
 pub const MIN_BATCH: usize = 64;
 
@@ -81,7 +87,7 @@ impl<'w, 's, D: QueryData, F: QueryFilter> QueryParIter<'w, 's, D, F> {
         G: Fn(D::Item<'w>) + Send + Sync,
     {
         let total = if self.matches.none { 0 } else { self.matches.entity_count(self.world) };
-        let threads = rayon::current_num_threads();
+        let threads = if THREADS { rayon::current_num_threads() } else { 1 };
         let batch = self.batch_size.unwrap_or_else(|| (total / (threads * 4)).max(MIN_BATCH));
         if total == 0 {
             return;

@@ -110,6 +110,7 @@ fn check_visits(visits: &[AtomicU32], ents: &[Ent], want: impl Fn(&Ent) -> bool,
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn par_iter_mut_visits_every_entity_once_in_every_mode() {
     let (mut world, ents) = build();
     let max = ents.iter().map(|x| x.e.index()).max().unwrap() as usize + 1;
@@ -197,6 +198,7 @@ fn par_iter_mut_visits_every_entity_once_in_every_mode() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn par_iter_with_a_changed_filter_sees_exactly_the_written_entities() {
     let (mut world, ents) = build();
     let max = ents.iter().map(|x| x.e.index()).max().unwrap() as usize + 1;
@@ -268,6 +270,7 @@ fn par_iter_with_a_changed_filter_sees_exactly_the_written_entities() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn par_iter_reads_agree_with_iter() {
     let (mut world, ents) = build();
     let mut q = world.query::<(Entity, &mut A, Option<&S>)>();
@@ -296,6 +299,7 @@ fn par_iter_reads_agree_with_iter() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn par_iter_mut_of_a_nested_tuple_writes_each_row_of_its_batch() {
     // Batches of 64 rows take the long-run loop; the second starts halfway through the table,
     // and the inner tuple's rows must be that batch's, not the table's first ones.

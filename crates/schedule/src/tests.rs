@@ -55,6 +55,7 @@ impl Overlap {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn conflicting_systems_never_overlap() {
     let writers = Arc::new(Overlap::default());
     let mut schedule = Schedule::new();
@@ -226,6 +227,7 @@ fn simulate(threads: usize, min_parallel_work: Duration) -> Vec<Row> {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn the_world_is_bit_identical_on_1_2_and_8_threads() {
     // Always on the pool, the adaptive default, and never on the pool.
     let one = simulate(1, Duration::ZERO);
@@ -255,6 +257,7 @@ fn run_eight_on_pool(run: &crate::workers::RunNode<'_>) -> std::thread::Result<(
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_panic_escaping_a_pool_task_resumes_on_the_caller_once_every_task_is_done() {
     // A node's panic is caught by the node (`run_node_shared`); one that escapes the worker
     // loop is an executor bug, and must reach the caller rather than abort the process or
@@ -281,6 +284,7 @@ fn a_panic_escaping_a_pool_task_resumes_on_the_caller_once_every_task_is_done() 
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_caller_that_unwinds_waits_for_its_pool_tasks_first() {
     // The tasks borrow the caller's frame: it may not end while one still runs. One task node
     // stays in until the caller has returned (`returned`), or until a deadline far beyond the

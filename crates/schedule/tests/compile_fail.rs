@@ -7,6 +7,8 @@
 //! them with `TRYBUILD=overwrite cargo test -p folio-schedule --test compile_fail` after a
 //! compiler upgrade changes the wording, and read each one: it must still name the intended
 //! error).
+// Native only: compile errors through trybuild, which runs cargo; wasm32 runs neither.
+#![cfg(not(target_family = "wasm"))]
 
 #[test]
 #[cfg_attr(miri, ignore = "trybuild runs rustc")]

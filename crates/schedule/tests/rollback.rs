@@ -167,6 +167,7 @@ fn run_rollback(threads: usize) -> (Vec<u64>, Vec<u64>) {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_restored_world_replays_the_same_frames() {
     let (first, again) = run_rollback(1);
     assert_eq!(first, again);

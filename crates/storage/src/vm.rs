@@ -1,7 +1,8 @@
 //! Virtual memory: reserve address space, commit pages as they fill, decommit them in place.
 //!
 //! A [`PageSource`] is the small interface to whatever hands out pages. Three implement it:
-//! - [`OsPages`], on the `region` crate: a reservation is an `mmap` with `PROT_NONE` (no memory
+//! - [`OsPages`], on the `region` crate (Unix only; see
+//!   [Targets without virtual memory](self#targets-without-virtual-memory)): a reservation is an `mmap` with `PROT_NONE` (no memory
 //!   and no commit charge), commit is `mprotect(READ_WRITE)`, decommit maps fresh `PROT_NONE`
 //!   pages over the range with `MAP_FIXED` (the kernel drops the pages and their commit charge;
 //!   re-committed pages read as zero), release is `munmap`. Commits past [`PREFAULT_FROM`] are
@@ -116,6 +117,26 @@
 //! [`Fallback::HeapPages`]: crate::Fallback::HeapPages
 //! [`Column::fallback`]: crate::Column::fallback
 //!
+//! # Targets without virtual memory
+//! [`OsPages`] exists on the targets that can reserve address space without memory: Unix, except
+//! wasm. On every other target — wasm32 (the web, and WASI runtimes) above all, where a module
+//! has one linear memory that only grows and has no page protection — the crate builds without
+//! `region` and `libc`, and [`default_source`] is [`HeapPages`]: the same [`PageSource`]
+//! interface, so every container, world, query and schedule works unchanged. What differs is
+//! the cost model, not the contract:
+//! - a reservation is a heap block, so it costs the memory it spans: a growing container's
+//!   first one is [`FIRST_RESERVE_BYTES`], and each growth reallocates it [`RESERVE_GROWTH`]
+//!   times larger, up to [`DEFAULT_RESERVE_BYTES`] (256 MiB on wasm; a container that needs
+//!   more gets [`StorageError::CapacityExceeded`](crate::StorageError::CapacityExceeded), and a
+//!   world that needs bigger columns says so with
+//!   [`StorageConfig::with_max_reserve_bytes`]);
+//! - a growth copies, so the items of a growing column move, as a `Vec`'s do (a fixed
+//!   reservation, [`StorageConfig::with_reserve_bytes`], is allocated whole and never moves);
+//! - decommitted pages are zeroed, not given back: linear memory never shrinks.
+//!
+//! Nothing unsound is possible either way: a column grows only through `&mut`, so no borrow of
+//! an item outlives a growth.
+//!
 //! # Safety model
 //! A `Reservation`'s bytes `[0, committed)` are readable and writable for as long as it lives;
 //! bytes past `committed` must not be touched. They move only in [`Reservation::grow_to`]
@@ -130,11 +151,13 @@ use std::sync::{Arc, LazyLock};
 
 mod faulty;
 mod heap;
+#[cfg(all(unix, not(target_family = "wasm")))]
 mod os;
 mod reservation;
 
 pub use faulty::FaultyPages;
 pub use heap::HeapPages;
+#[cfg(all(unix, not(target_family = "wasm")))]
 pub use os::{OsPages, OsPagesWith, mapping_budget};
 pub use reservation::{HUGE_PAGES_FROM, PREFAULT_FROM, PREFAULT_MAX, Reservation};
 
@@ -268,22 +291,39 @@ pub(crate) unsafe fn remap_by_copy<S: PageSource + ?Sized>(
     Ok(new)
 }
 
+/// Whether this build has the OS page source: Unix targets other than wasm (see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)).
+pub const HAS_OS_PAGES: bool = cfg!(all(unix, not(target_family = "wasm")));
+
+#[cfg(all(unix, not(target_family = "wasm")))]
 static DEFAULT_SOURCE: LazyLock<Arc<dyn PageSource>> =
     LazyLock::new(|| if cfg!(miri) { Arc::new(HeapPages::new()) } else { Arc::new(OsPages) });
 
-/// The source containers use unless told otherwise: [`OsPages`], or [`HeapPages`] under miri.
+#[cfg(not(all(unix, not(target_family = "wasm"))))]
+static DEFAULT_SOURCE: LazyLock<Arc<dyn PageSource>> = LazyLock::new(|| Arc::new(HeapPages::new()));
+
+/// The source containers use unless told otherwise: `OsPages` on targets with virtual memory,
+/// [`HeapPages`] under miri and on targets without it (wasm32; see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)).
 pub fn default_source() -> Arc<dyn PageSource> {
     Arc::clone(&DEFAULT_SOURCE)
 }
 
 /// The most bytes a container reserves when it is not told: 16 GiB of address space on 64-bit
-/// targets, 64 MiB under miri and on 32-bit targets, where address space or interpreter memory
-/// is scarce. A growing reservation (the default) starts at [`FIRST_RESERVE_BYTES`] and reaches
-/// this only when its items need it; a fixed one
+/// targets, 64 MiB under miri and on other 32-bit targets, where address space or interpreter
+/// memory is scarce, and 256 MiB on wasm, whose heap page source allocates what it reserves (see
+/// [Targets without virtual memory](self#targets-without-virtual-memory)). A growing
+/// reservation (the default) starts at [`FIRST_RESERVE_BYTES`] and reaches this only when its
+/// items need it; a fixed one
 /// ([`StorageConfig::with_reserve_bytes`](crate::StorageConfig::with_reserve_bytes)) reserves
 /// its whole size at once.
-pub const DEFAULT_RESERVE_BYTES: usize =
-    if cfg!(miri) || usize::BITS < 64 { 64 << 20 } else { 16 << 30 };
+pub const DEFAULT_RESERVE_BYTES: usize = if cfg!(target_family = "wasm") {
+    256 << 20
+} else if cfg!(miri) || usize::BITS < 64 {
+    64 << 20
+} else {
+    16 << 30
+};
 
 /// The first reservation of a growing container (see "Address-space policy" above): 1 MiB of
 /// address space (64 KiB under miri, where heap pages stand in for it), or twice what the

@@ -208,6 +208,7 @@ fn a_world_member_beside_a_writing_query() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn sets_run_in_parallel_schedules_deterministically() {
     // A set that writes `A` beside systems that read `A` and write `B`: on 1 and 4 threads the
     // world comes out the same.

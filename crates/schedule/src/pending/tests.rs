@@ -117,6 +117,7 @@ fn run(tasks: usize, start: fn(&Arc<Segment>)) {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn the_owner_goes_on_only_after_every_task_is_done() {
     run(2, |segment| {
         spawn(segment, 0, |_| {});
@@ -125,12 +126,14 @@ fn the_owner_goes_on_only_after_every_task_is_done() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_task_started_by_a_task_is_waited_for_too() {
     // The second task is counted by the first while the first is still counted itself.
     run(2, |segment| spawn(segment, 0, |segment| spawn(segment, 1, |_| {})));
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_task_that_could_not_start_is_uncounted_and_the_wait_still_ends() {
     run(1, |segment| {
         spawn(segment, 0, |_| {});

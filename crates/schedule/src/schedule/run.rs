@@ -13,6 +13,11 @@ use crate::error::ScheduleError;
 use crate::event::{EventAging, EventRegistry};
 use crate::workers::Workers;
 
+/// Whether this target can run threads: not wasm32 without the `atomics` feature (the web's
+/// wasm32-unknown-unknown, WASI's wasm32-wasip1), where every segment runs on the calling thread.
+pub(super) const THREADS: bool =
+    !cfg!(all(target_family = "wasm", not(target_feature = "atomics")));
+
 impl Schedule {
     pub(super) fn run_plan(
         &mut self,
@@ -76,8 +81,14 @@ impl Schedule {
                     let ticks =
                         |i: usize| seg_base.wrapping_add(tick_offset[i].wrapping_sub(first));
                     let (on_pool, probe) = self.segment_on_pool(runs);
-                    timing =
-                        Some(SegmentTiming { segment: s, on_pool, probe, started: Instant::now() });
+                    // Without threads there is no choice to time (and wasm32-unknown-unknown
+                    // has no clock: `Instant::now` panics there).
+                    timing = THREADS.then(|| SegmentTiming {
+                        segment: s,
+                        on_pool,
+                        probe,
+                        started: Instant::now(),
+                    });
                     failure = self.run_parallel(
                         world,
                         nodes,
@@ -251,8 +262,11 @@ impl Schedule {
         let world = &*world;
         let cells = &self.nodes;
         let timed = self.collect_stats;
-        // Asked only for a run on the pool: the first call makes rayon's global pool.
-        let threads = if on_pool && nodes.len() > 1 { rayon::current_num_threads() } else { 1 };
+        // Asked only for a run on the pool: the first call makes rayon's global pool. Where
+        // threads cannot run (wasm32 without atomics: the web, WASI) the pool is never made and
+        // every segment runs on this thread, in topological order.
+        let threads =
+            if THREADS && on_pool && nodes.len() > 1 { rayon::current_num_threads() } else { 1 };
         if threads <= 1 {
             // In topological order on this thread: no task overhead.
             for &i in nodes {

@@ -35,10 +35,12 @@ pub(super) use trace_span;
 pub(super) struct Clock(Option<Instant>);
 
 impl Clock {
-    /// Starts now, if `on`.
+    /// Starts now, if `on` and the target has a clock: wasm32-unknown-unknown (the web) has
+    /// none that std can read, so there the stats stay empty.
     #[inline(always)]
     pub(super) fn start(on: bool) -> Self {
-        Self(on.then(Instant::now))
+        const HAS_CLOCK: bool = !cfg!(all(target_arch = "wasm32", target_os = "unknown"));
+        Self((on && HAS_CLOCK).then(Instant::now))
     }
 
     /// The time since the start or the last lap, and a new lap from now on; `None` when off.

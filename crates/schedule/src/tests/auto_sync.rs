@@ -266,6 +266,7 @@ fn points_follow_conflict_edges_without_a_cycle() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn the_plan_with_points_is_the_same_on_any_number_of_threads() {
     fn grow(q: Query<(Entity, &A)>, mut commands: Commands) {
         for (e, a) in q.iter() {

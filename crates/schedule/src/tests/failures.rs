@@ -62,6 +62,7 @@ fn a_system_returning_err_is_reported_once_the_run_is_complete() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn the_first_failure_in_schedule_order_is_reported_on_any_thread_count() {
     fn fail_a(mut q: Query<&mut A>) -> Result<(), String> {
         q.iter_mut().for_each(|mut a| a.0 += 1);
@@ -105,6 +106,7 @@ fn the_first_failure_in_schedule_order_is_reported_on_any_thread_count() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn question_marks_exclusive_systems_and_panics_beside_failures() {
     // `?` on folio's own errors.
     fn leader(q: Query<&A, With<Flag>>, mut shots: ResMut<Shots>) -> Result<(), QueryError> {

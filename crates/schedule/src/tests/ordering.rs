@@ -25,6 +25,7 @@ impl SystemSet for Set {}
 
 #[test]
 #[cfg_attr(miri, ignore = "timing: miri's thread scheduler need not overlap the sleeps")]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn independent_systems_overlap_when_given_work() {
     let group = Arc::new(Overlap::default());
     // The two writers of A alone: disjoint by `With<B>` / `Without<B>`.
@@ -226,6 +227,7 @@ fn run_conditions_must_only_read() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_panicking_set_condition_is_an_error_not_an_unwind() {
     let mut schedule = Schedule::new();
     schedule.add_systems(first.in_set(Set::S));
@@ -272,6 +274,7 @@ fn a_chain_orders_the_systems_it_lists_not_their_types() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn world_readers_and_command_systems_reserve_ids_in_schedule_order() {
     use std::sync::Mutex;
     // `World::reserve_entity` takes `&self`: a `&World` system can reserve ids, so it keeps

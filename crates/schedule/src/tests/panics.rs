@@ -5,6 +5,7 @@ use super::*;
 use crate::ScheduleError;
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_panicking_system_is_reported_and_the_world_stays_usable() {
     let finished = Arc::new(AtomicBool::new(false));
     let f = finished.clone();
@@ -42,6 +43,7 @@ fn a_panicking_system_is_reported_and_the_world_stays_usable() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_panicking_command_leaves_no_half_made_entity_and_later_buffers_apply() {
     fn bad(mut c: Commands) {
         c.spawn((A(1),));
@@ -72,6 +74,7 @@ impl Drop for Bomb {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_panicking_drop_in_a_panicked_system_s_thrown_away_commands_is_still_an_error() {
     fn good(mut c: Commands) {
         c.spawn((B(3),));
@@ -106,6 +109,7 @@ fn a_panicking_drop_in_a_panicked_system_s_thrown_away_commands_is_still_an_erro
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_panicking_drop_in_a_buffer_thrown_away_after_a_command_panicked_is_still_an_error() {
     // The second buffer of a system is thrown away when the first one's command panics.
     fn two(mut first: Commands, mut second: Commands) {
@@ -131,6 +135,7 @@ fn a_panicking_drop_in_a_buffer_thrown_away_after_a_command_panicked_is_still_an
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_system_run_on_its_own_that_panics_leaves_none_of_its_commands() {
     let mut world = World::new();
     let mut calls = 0u64;
@@ -154,6 +159,7 @@ fn a_system_run_on_its_own_that_panics_leaves_none_of_its_commands() {
 struct Ping;
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_command_panicking_at_a_sync_point_stops_the_run_and_events_still_age() {
     fn send(mut pings: EventWriter<Ping>, mut commands: Commands, mut runs: Local<u32>) {
         *runs += 1;

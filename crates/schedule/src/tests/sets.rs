@@ -260,6 +260,7 @@ fn run_nested_sets(threads: usize, min_parallel_work: Duration) -> Vec<(u64, u64
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_schedule_of_nested_sets_gives_the_same_world_on_1_and_4_threads() {
     let one = run_nested_sets(1, Duration::ZERO);
     for work in [Duration::ZERO, crate::MIN_PARALLEL_WORK, Duration::MAX] {

@@ -65,6 +65,7 @@ fn single_runs_on_one_match_and_is_skipped_on_zero_or_several() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_skipped_single_does_not_stop_the_other_systems_on_a_pool() {
     fn count(query: Query<&Health>, mut seen: ResMut<Seen>) {
         seen.0.push(Some(query.iter().count() as u32));

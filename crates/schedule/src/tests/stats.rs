@@ -90,6 +90,7 @@ fn a_system_that_sleeps_shows_its_sleep() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_parallel_segment_times_each_system_on_its_own_thread() {
     let sleepers = Arc::new(AtomicUsize::new(0));
     let mut world = World::new();

@@ -36,6 +36,7 @@ fn note_thread_quickly(seen: Res<SeenThreads>) {
 
 #[test]
 #[cfg_attr(miri, ignore = "timing: decides by measured run times")]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_segment_too_small_for_threads_runs_on_the_calling_thread() {
     let mut world = World::new();
     // Eight quick readers: the first run uses the pool (unknown work), the second measures

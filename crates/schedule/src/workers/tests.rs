@@ -155,12 +155,14 @@ fn check(successors: Vec<Vec<usize>>, failing: &'static [usize], max_workers: us
 /// A diamond (0 before 1 and 2, both before 3) beside an independent root: hand-over through
 /// `ready`, and a worker woken by a node that makes two ready.
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn diamond_beside_an_independent_root() {
     check(vec![vec![1, 2], vec![3], vec![3], vec![], vec![]], &[], 3);
 }
 
 /// Two roots that each make two nodes ready at once: concurrent wakes.
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn two_roots_each_fan_out() {
     check(vec![vec![2, 3], vec![4, 5], vec![], vec![], vec![], vec![]], &[], 3);
 }
@@ -168,6 +170,7 @@ fn two_roots_each_fan_out() {
 /// Five roots claimed in chunks through the cursor, all before one join node whose counter
 /// every root lowers.
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn many_roots_claimed_in_chunks_before_a_join() {
     check(vec![vec![5], vec![5], vec![5], vec![5], vec![5], vec![]], &[], 2);
 }
@@ -175,12 +178,14 @@ fn many_roots_claimed_in_chunks_before_a_join() {
 /// Both middle nodes of the diamond fail: the join never runs, the earlier failure is the one
 /// reported, and every worker still stops.
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn failures_stop_successors_and_the_earliest_is_reported() {
     check(vec![vec![1, 2], vec![3], vec![3], vec![], vec![]], &[1, 2], 3);
 }
 
 /// A failing root beside others: the abort flag stops further launches.
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "starts threads, which wasm32 has not")]
 fn a_failing_root_aborts_the_segment() {
     check(vec![vec![2], vec![2], vec![], vec![]], &[0], 2);
 }

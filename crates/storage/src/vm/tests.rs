@@ -5,11 +5,11 @@ use super::*;
 use crate::error::StorageError;
 
 fn sources() -> Vec<Arc<dyn PageSource>> {
-    if cfg!(miri) {
-        vec![Arc::new(HeapPages::new())]
-    } else {
-        vec![Arc::new(OsPages), Arc::new(HeapPages::new())]
+    #[cfg(all(unix, not(target_family = "wasm")))]
+    if !cfg!(miri) {
+        return vec![Arc::new(OsPages), Arc::new(HeapPages::new())];
     }
+    vec![Arc::new(HeapPages::new())]
 }
 
 #[test]
@@ -60,6 +60,7 @@ fn injected_commit_failure_changes_nothing() {
     assert_eq!(source.commits(), 3);
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn os_refuses_an_impossible_reservation() {
@@ -68,6 +69,7 @@ fn os_refuses_an_impossible_reservation() {
     assert!(err.to_string().contains("reserve"));
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 /// The kernel's view of the mappings that overlap `[start, end)`, from `/proc/self/smaps`.
 #[derive(Debug)]
 struct Mapping {
@@ -76,6 +78,7 @@ struct Mapping {
     flags: String,
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 fn mappings_in(start: usize, end: usize) -> Vec<Mapping> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
     let mut found = Vec::new();
@@ -105,11 +108,13 @@ fn mappings_in(start: usize, end: usize) -> Vec<Mapping> {
     found
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 fn range_of(r: &Reservation) -> (usize, usize) {
     let start = r.as_ptr().as_ptr().addr();
     (start, start + r.reserved_bytes())
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 /// Writes `byte` over `[from, to)` of `r`, which must be committed.
 fn fill(r: &mut Reservation, from: usize, to: usize, byte: u8) {
     assert!(to <= r.committed_bytes());
@@ -117,6 +122,7 @@ fn fill(r: &mut Reservation, from: usize, to: usize, byte: u8) {
     unsafe { r.as_ptr().as_ptr().add(from).write_bytes(byte, to - from) };
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 /// The byte at `at`, which must be committed.
 fn byte_at(r: &Reservation, at: usize) -> u8 {
     assert!(at < r.committed_bytes());
@@ -124,6 +130,7 @@ fn byte_at(r: &Reservation, at: usize) -> u8 {
     unsafe { *r.as_ptr().as_ptr().add(at) }
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn large_os_reservations_start_on_a_huge_page() {
@@ -148,6 +155,7 @@ fn large_os_reservations_start_on_a_huge_page() {
     assert_eq!(none.huge_page_size(), None);
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn huge_commits_round_up_past_the_threshold_and_read_back() {
@@ -186,6 +194,7 @@ fn huge_commits_round_up_past_the_threshold_and_read_back() {
     assert_eq!(byte_at(&r, top - 1), 0x22);
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn huge_decommit_releases_memory_and_recommits_zeroed() {
@@ -227,6 +236,7 @@ fn huge_decommit_releases_memory_and_recommits_zeroed() {
     assert!(mappings_in(start, end).len() <= 2);
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn refused_huge_page_advice_falls_back_to_small_pages() {
@@ -257,6 +267,7 @@ fn refused_huge_page_advice_falls_back_to_small_pages() {
     assert!(mappings_in(start, end).iter().all(|m| !m.flags.contains("hg")));
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn without_huge_pages_commits_stay_page_granular() {
@@ -277,9 +288,11 @@ fn sources_without_huge_pages_refuse_the_advice() {
     // SAFETY: the range is the first page of a live reservation.
     let advice = unsafe { heap.advise_huge_pages(r.as_ptr(), heap.page_size()) };
     assert!(advice.is_err());
+    #[cfg(all(unix, not(target_family = "wasm")))]
     assert_eq!(OsPagesWith::PLAIN.huge_page_size(), None);
 }
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "miri cannot mmap")]
 fn commits_past_a_mebibyte_are_resident_at_once_and_read_zero() {

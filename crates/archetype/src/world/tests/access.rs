@@ -50,6 +50,7 @@ fn resource_ticks_follow_inserts_replacements_and_mutable_borrows() {
 /// breakage it claims to check.
 #[test]
 #[cfg_attr(miri, ignore = "catches panics it provokes on purpose; nothing unsafe runs")]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn check_invariants_notices_broken_worlds() {
     fn broken(corrupt: impl FnOnce(&mut World, Entity, Entity)) -> bool {
         let mut world = sparse_world();

@@ -213,6 +213,7 @@ fn block_batches_of_zst_and_page_aligned_components() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic: needs unwinding (wasm32-wasip1 aborts)")]
 fn a_panicking_drop_mid_insert_batch_leaves_the_world_consistent() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut world = World::new();
