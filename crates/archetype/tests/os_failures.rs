@@ -554,9 +554,11 @@ fn prlimit_child() {
 }
 
 /// Larger than a column's heap block: every table holding one has its own reservation.
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[derive(Clone, Debug, PartialEq)]
 struct Huge([u8; 20_000]);
 
+#[cfg(all(unix, not(target_family = "wasm")))]
 macro_rules! markers {
     ($($m:ident),*) => {
         $(#[derive(Debug, Clone, Copy)] struct $m;)*
@@ -565,11 +567,13 @@ macro_rules! markers {
             &[$(|w, e| w.insert(e, ($m,))),*];
     };
 }
+#[cfg(all(unix, not(target_family = "wasm")))]
 markers!(M0, M1, M2, M3, M4, M5, M6, M7, M8, M9, M10, M11, M12, M13, M14, M15);
 
 /// Live OS mappings of this process, read through `buf`. At the mapping limit no allocation
 /// that needs a mapping of its own succeeds, so `buf` must already hold room for the listing
 /// (reading into a growing buffer there fails, and would count nothing).
+#[cfg(all(unix, not(target_family = "wasm")))]
 fn mappings(buf: &mut Vec<u8>) -> usize {
     use std::io::Read;
     buf.clear();
@@ -588,11 +592,13 @@ fn mappings(buf: &mut Vec<u8>) -> usize {
 }
 
 /// Set in the child process of [`the_mapping_count_limit_falls_back_to_heap_pages`].
+#[cfg(all(unix, not(target_family = "wasm")))]
 const MAP_CHILD: &str = "FOLIO_MAP_COUNT_CHILD";
 
+// Only where folio has the OS page source, whose mapping budget this spends.
+#[cfg(all(unix, not(target_family = "wasm")))]
 #[test]
 #[cfg_attr(miri, ignore = "starts a process")]
-#[cfg_attr(target_family = "wasm", ignore = "starts a child process, which wasm32 cannot")]
 fn the_mapping_count_limit_falls_back_to_heap_pages() {
     if std::env::var_os(MAP_CHILD).is_some() {
         return map_count_child();
@@ -625,6 +631,7 @@ fn the_mapping_count_limit_falls_back_to_heap_pages() {
 /// 1 MiB reservations so address space is not what runs out) until folio's mapping budget is
 /// spent and 2,000 tables more: those columns go to heap pages instead of failing, the
 /// process keeps most of its mappings free, and the world stays consistent and keeps working.
+#[cfg(all(unix, not(target_family = "wasm")))]
 fn map_count_child() {
     let limit: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
