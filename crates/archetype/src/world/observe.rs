@@ -194,7 +194,7 @@ impl World {
                 meta.target = Some(up);
                 ids.clear();
                 if !guard.world.observers.of_event(TypeId::of::<E>(), Some(up), &mut ids) {
-                    break; // the observers were all removed meanwhile (cannot happen today)
+                    break; // no observer of this event is registered any more
                 }
                 guard.world.run_observers(&ids, event, &mut meta);
             }
