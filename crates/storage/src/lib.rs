@@ -9,7 +9,7 @@
 //!
 //! - [`vm`]: the [`PageSource`](vm::PageSource) interface (OS pages through `region`, heap pages
 //!   for miri, a fault injector for tests) and [`Reservation`](vm::Reservation).
-//! - [`VirtualVec`]: a `Vec` that never moves its elements.
+//! - [`VirtualVec`]: a `Vec` on reserved address space, whose growth copies nothing on Linux.
 //! - [`VirtualPool`]: stable slots with an intrusive freelist and a validity bitset.
 //! - [`Column`]: the type-erased dense array that tables are made of.
 //! - [`StorageConfig`]: the page source and reservation size a world's containers share.
@@ -20,7 +20,8 @@
 //!
 //! # Growth policy
 //! [`VirtualVec`] and [`Column`] stand on one non-generic buffer of items of one `Layout`, which
-//! grows without ever moving once it lives in a reservation:
+//! grows in place inside a reservation and, when it outgrows that, moves into a larger one
+//! (see [`vm`], "Address-space policy", for when addresses change):
 //! - Up to a size limit the items live in an ordinary heap block that doubles (so a near-empty
 //!   table column costs a few bytes, not a page and an OS mapping). A `VirtualVec` has no heap
 //!   phase (its limit is 0); columns use [`SMALL_COLUMN_BYTES`].

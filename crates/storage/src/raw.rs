@@ -359,23 +359,32 @@ impl RawBuf {
         }
         match &mut self.backing {
             Backing::Reserved(reservation) => {
-                let offset = self.offset;
+                let old_offset = self.offset;
                 let committed = reservation.committed_bytes();
                 let step = committed
                     .clamp(reservation.page_size(), self.step_max.max(reservation.page_size()));
                 let mut target = committed
                     .saturating_add(step)
-                    .max(needed_bytes + offset)
-                    .min(self.max_bytes + offset);
+                    .max(needed_bytes + old_offset)
+                    .min(self.max_bytes + old_offset);
                 if target > reservation.reserved_bytes() {
-                    if needed_bytes + offset <= reservation.reserved_bytes() {
+                    if needed_bytes + old_offset <= reservation.reserved_bytes() {
                         // Fill the reservation before moving out of it.
                         target = reservation.reserved_bytes();
                     } else {
-                        self.grow_reservation(len, needed_bytes + offset, target)?;
+                        self.grow_reservation(len, needed_bytes + old_offset, target)?;
+                        // A move by copy (items aligned past a page, or onto heap pages) may put
+                        // the items at another offset: the target follows them. `target` is at
+                        // least `needed_bytes + old_offset`, and the move made room for
+                        // `needed_bytes` from the new offset on.
+                        target = target - old_offset + self.offset;
                     }
                 }
+                // Read again: the move above may have changed it.
+                let offset = self.offset;
                 let Backing::Reserved(reservation) = &mut self.backing else { unreachable!() };
+                let target = target.min(reservation.reserved_bytes());
+                debug_assert!(target >= needed_bytes + offset, "room for the items asked for");
                 reservation.commit_to(target)?;
                 self.cap = items_in(reservation, offset, self.max_bytes, size);
                 Ok(())

@@ -103,9 +103,11 @@
 //! **When an address changes.** A container's items move only when it grows: a push (or a
 //! reserve) that leaves the heap block, or outgrows a growing reservation. Between such calls,
 //! and for as long as nothing is pushed, every address is stable; a container with a fixed
-//! reservation never moves after leaving its heap block. (Items aligned past a page are copied
-//! when their reservation grows, as a moved range keeps their offset only modulo a page.) The callers that keep raw pointers into a column across a call hold no `&mut`
-//! to it meanwhile (queries and their parallel iteration borrow the world; `Entities::reserve`
+//! reservation never moves after leaving its heap block, unless that reservation was refused
+//! and it fell back to a smaller one ([`Fallback::Smaller`]), which grows like a growing one.
+//! (Items aligned past a page are copied when their reservation grows, as a moved range keeps
+//! their offset only modulo a page.) The callers that keep raw pointers into a column across a
+//! call hold no `&mut` to it meanwhile (queries and their parallel iteration borrow the world; `Entities::reserve`
 //! reads only a counter and the freelist, never the metas; snapshots copy under `&World`), so
 //! none of them sees a move.
 //!

@@ -449,12 +449,18 @@ fn drops_zsts_and_over_aligned_items_survive_a_move() {
 
     let mut a = Column::of::<Align64>();
     let mut p = Column::of::<Align4096>();
-    let n = if MIRI { 300 } else { 20_000 };
-    for i in 0..n {
-        push(&mut a, Align64(i));
-        push(&mut p, Align4096(i));
+    // Enough for both to outgrow their first reservation (and, natively, `p` to pass 64 MiB).
+    let (n_a, n_p) = if MIRI { (2_500, 300) } else { (20_000, 20_000) };
+    for i in 0..n_a.max(n_p) {
+        if i < n_a {
+            push(&mut a, Align64(i));
+        }
+        if i < n_p {
+            push(&mut p, Align4096(i));
+        }
     }
-    assert!(a.memory().0 > crate::vm::FIRST_RESERVE_BYTES * 2 && p.memory().0 > 64 << 20);
+    let p_past = if MIRI { crate::vm::FIRST_RESERVE_BYTES * 2 } else { 64 << 20 };
+    assert!(a.memory().0 > crate::vm::FIRST_RESERVE_BYTES * 2 && p.memory().0 > p_past);
     assert!(a.as_ptr().as_ptr().addr().is_multiple_of(64));
     assert!(p.as_ptr().as_ptr().addr().is_multiple_of(4096));
     assert!(values::<Align64>(&a).iter().enumerate().all(|(i, v)| v.0 == i as u64));
