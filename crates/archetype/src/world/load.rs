@@ -67,7 +67,11 @@ impl World {
     /// [`LoadError::NotEmpty`] for a restore into a world with entities;
     /// [`LoadError::IdNotFree`] when a saved id is alive, reserved, retired or stale in the
     /// target ([`LoadMode::KeepIds`]); [`LoadError::Entities`] when the saved allocator state
-    /// does not fit this world's allocator; the world is unchanged then.
+    /// does not fit this world's allocator; the world is unchanged then (its entities and
+    /// values; archetypes and tables made for the save stay, empty). One case comes late: a
+    /// restore whose hooks or observers reserved ids while the loaded entities were spawned
+    /// is refused with [`LoadError::Entities`] after those hooks ran; the loaded entities are
+    /// then cleared again, with their removal hooks and observers.
     /// [`LoadError::World`] when memory runs out before any entity is placed: the allocator
     /// is put back, so the world is as it was (but for the flush of reserved entities that a
     /// load with [`LoadMode::KeepIds`] or [`LoadMode::Remap`] makes first, as every
