@@ -230,6 +230,14 @@ impl Observers {
         Some(registered)
     }
 
+    /// Every (observer, entity it watches) pair, in slot order.
+    pub(crate) fn watched(&self) -> impl Iterator<Item = (ObserverId, Entity)> + '_ {
+        self.slots.iter().enumerate().flat_map(|(index, slot)| {
+            let id = ObserverId { index: index as u32, generation: slot.generation };
+            slot.observer.iter().flat_map(move |o| o.watch.iter().map(move |&e| (id, e)))
+        })
+    }
+
     /// Takes `entity` out of observer `id`'s watch list; returns whether the observer now
     /// watches nothing (and so should go).
     pub(crate) fn unwatch(&mut self, id: ObserverId, entity: Entity) -> bool {
@@ -248,6 +256,21 @@ impl Observers {
             self.listeners_mut(event, kind, key).remove(id, &[entity]);
         }
         false
+    }
+}
+
+impl World {
+    /// After a restore, which runs no hooks: the watched entities it despawned stop being
+    /// watched, as [`ObservedBy`]'s `on_remove` would have done, and the observers left
+    /// watching nothing go.
+    pub(crate) fn unwatch_dead_entities(&mut self) {
+        let dead: Vec<(ObserverId, Entity)> =
+            self.observers.watched().filter(|&(_, e)| !self.contains(e)).collect();
+        for (id, entity) in dead {
+            if self.observers.unwatch(id, entity) {
+                self.remove_observer(id);
+            }
+        }
     }
 }
 

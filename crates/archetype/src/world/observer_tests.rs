@@ -572,3 +572,33 @@ fn observers_do_not_change_hookless_entities_paths() {
     assert!(world.entity_has_hooks(hooked, HookFlags::REMOVAL));
     assert!(!world.entity_has_hooks(hooked, HookFlags::SPAWN));
 }
+
+#[test]
+fn a_restore_that_despawns_a_watched_entity_stops_watching_it() {
+    let mut world = World::new();
+    world.register_snapshot_copy::<A>();
+    world.register_snapshot::<ObservedBy>();
+    let log = log();
+    let kept = world.spawn((A(1),));
+    let snapshot = world.snapshot().unwrap();
+    let gone = world.spawn((A(2),));
+    let watcher = |log: &Log, name: &'static str| {
+        let l = log.clone();
+        Observer::new(move |t: &mut Trigger<Ping>, _: &mut DeferredWorld| {
+            l.lock().unwrap().push(format!("{name} {:?}", t.target()));
+        })
+    };
+    // One observer watches only the entity the restore despawns, one watches both.
+    world.add_observer(watcher(&log, "only").watch(gone)).unwrap();
+    world.add_observer(watcher(&log, "both").watch(kept).watch(gone)).unwrap();
+    assert_eq!(world.observers.len(), 2);
+
+    world.restore(&snapshot).unwrap();
+    assert!(!world.contains(gone) && world.contains(kept));
+    // The observer left watching nothing went, as after a despawn; the other watches `kept`.
+    assert_eq!(world.observers.len(), 1);
+    assert_eq!(world.observers.watched().map(|(_, e)| e).collect::<Vec<_>>(), [kept]);
+    world.trigger_targets(Ping(1), [kept]);
+    assert_eq!(take(&log), [format!("both Some({kept:?})")]);
+    world.check_invariants();
+}

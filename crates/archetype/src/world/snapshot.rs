@@ -422,6 +422,9 @@ impl World {
         // Relationship links are the world's bookkeeping, not a resource: made again from
         // the restored collections.
         self.rebuild_relationship_links();
+        // Observers are configuration, not restored; those watching entities the restore
+        // despawned stop watching them.
+        self.unwatch_dead_entities();
         debug_assert!(self.check_restored());
 
         // The world is consistent: the replaced values may drop now (user code).
