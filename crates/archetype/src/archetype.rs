@@ -4,6 +4,7 @@
 use folio_storage::{Entity, StorageError};
 
 use crate::Table;
+use crate::version::Version;
 
 use crate::bundle::ComponentIds;
 use crate::component::ComponentId;
@@ -80,12 +81,9 @@ pub struct Archetype {
     hook_flags: u8,
     /// Whether it holds a disabling marker (see [`Archetype::is_disabled`]).
     disabled: bool,
-    /// Names the archetype's entities as they are (which, in which rows): a fresh value from
-    /// `next_version` at every change of them, and the value a snapshot recorded when one is
-    /// restored (as [`Table`](crate::Table)'s version).
-    version: u64,
-    /// The next fresh version; never goes back.
-    next_version: u64,
+    /// Names the archetype's entities as they are (which, in which rows), as
+    /// [`Table`](crate::Table)'s version names its rows.
+    version: Version,
 }
 
 /// A cached transition of the archetype graph.
@@ -135,8 +133,7 @@ impl Archetype {
             remove_edges: Vec::new(),
             hook_flags: 0,
             disabled: false,
-            version: 0,
-            next_version: 1,
+            version: Version::new(),
         }
     }
 
@@ -260,23 +257,19 @@ impl Archetype {
     /// Marks a change of the entities: a fresh [`Archetype::version`].
     #[inline]
     fn touch(&mut self) {
-        self.version = self.next_version;
-        self.next_version += 1;
+        self.version.touch();
     }
 
     /// The version of the archetype's entities: it changes whenever one joins, leaves or
     /// changes rows, and a restore puts back the one the snapshot recorded.
     #[inline]
     pub(crate) fn version(&self) -> u64 {
-        self.version
+        self.version.get()
     }
 
     /// Restores a version a snapshot recorded ([`Archetype::version`]); `None`: a fresh one.
     pub(crate) fn set_version(&mut self, version: Option<u64>) {
-        match version {
-            Some(v) => self.version = v,
-            None => self.touch(),
-        }
+        self.version.set(version);
     }
 
     /// Appends an entity living at table row `table_row`; returns its archetype row. Unlisted,

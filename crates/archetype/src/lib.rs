@@ -43,6 +43,7 @@ mod tick;
 mod try_alloc;
 mod type_map;
 mod unwind;
+mod version;
 mod world;
 
 pub use archetype::{Archetype, ArchetypeEntities, ArchetypeEntity, ArchetypeId};

@@ -15,6 +15,7 @@ use crate::bundle::ComponentIds;
 use crate::component::{ComponentId, Components};
 use crate::try_alloc::{box_slice, small_vec};
 use crate::unwind::for_each_finishing;
+use crate::version::Version;
 
 mod moves;
 mod snapshot;
@@ -226,13 +227,10 @@ pub struct Table {
     /// Whether some column's type has a drop fn. Without one, removing a row cannot panic and
     /// needs no unwind guard.
     needs_drop: bool,
-    /// Names the table's rows as they are (which entity in which row, and how many): a new
-    /// value from `next_version` at every change of them, and the value a snapshot recorded
-    /// when one is restored. Two equal versions mean the same rows (values aside, which
-    /// their changed ticks track): what lets a snapshot refresh only the rows written since.
-    version: u64,
-    /// The next fresh version; never goes back, so no two row layouts share a version.
-    next_version: u64,
+    /// Names the table's rows as they are (which entity in which row, and how many). Two equal
+    /// versions mean the same rows (values aside, which their changed ticks track): what lets
+    /// a snapshot refresh only the rows written since.
+    version: Version,
 }
 
 impl Table {
@@ -272,8 +270,7 @@ impl Table {
             columns: box_slice(ids.iter().map(|&id| TableColumn::new(components, id, config)))?,
             entities: config.column_of::<Entity>(),
             cap: 0,
-            version: 0,
-            next_version: 1,
+            version: Version::new(),
             needs_drop: ids.iter().any(|&id| components.info(id).drop_fn().is_some()),
         }
         .with_capacity_recorded())
@@ -292,8 +289,7 @@ impl Table {
     /// Marks a change of the rows: a fresh [`Table::version`].
     #[inline]
     fn touch(&mut self) {
-        self.version = self.next_version;
-        self.next_version += 1;
+        self.version.touch();
     }
 
     /// The version of the table's rows: it changes whenever a row is added, removed or moved
@@ -301,15 +297,12 @@ impl Table {
     /// puts back the one the snapshot recorded.
     #[inline]
     pub(crate) fn version(&self) -> u64 {
-        self.version
+        self.version.get()
     }
 
     /// Restores a version a snapshot recorded ([`Table::version`]); `None`: a fresh one.
     pub(crate) fn set_version(&mut self, version: Option<u64>) {
-        match version {
-            Some(v) => self.version = v,
-            None => self.touch(),
-        }
+        self.version.set(version);
     }
 
     /// The number of rows.
